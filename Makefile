@@ -1,0 +1,32 @@
+# Two entry points for a fresh machine with python3, pip and make:
+#   make demo   creates .venv, installs tensorgrad, runs the main demo
+#   make test   creates .venv, installs tensorgrad[dev], runs the test suite
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test lint clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(VENV)/.installed-examples: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[examples]"
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[dev,examples]"
+	touch $@
+
+demo: $(VENV)/.installed-examples
+	$(PY) examples/demo.py
+
+test: $(VENV)/.installed-dev
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed-dev
+	$(PY) -m ruff check tensorgrad nn models tests examples benchmarks
+
+clean:
+	rm -rf $(VENV) build *.egg-info

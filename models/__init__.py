@@ -1,0 +1,1 @@
+"""tensorgrad.models: GPT, BERT, T5, the original Transformer, ViT, LoRA."""

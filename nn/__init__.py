@@ -1,0 +1,1 @@
+"""tensorgrad.nn: modules, layers, functional forms, initialisation, optimizers, checkpoints."""

@@ -1,0 +1,27 @@
+"""tensorgrad: tensors with reverse-mode automatic differentiation on NumPy or CuPy.
+
+    import tensorgrad as tg
+    x = tg.randn(3, 4, requires_grad=True)
+    (x.tanh() ** 2).sum().backward()
+    x.grad                      # d/dx of the sum, shape (3, 4)
+"""
+from .autograd import (  # noqa: F401
+    PRIMITIVES, current_scope, detect_anomaly, enable_grad, grad, is_grad_enabled, no_grad,
+    primitive, scope, set_grad_enabled,
+)
+from .backend import (  # noqa: F401
+    bool_, cuda_is_available, default_device, double, float, float16, float32, float64, half,
+    int8, int16, int32, int64, long, manual_seed, set_default_device, uint8,
+)
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
+from .ops import *  # noqa: F401,F403
+from .ops import abs, all, any, max, min, pow, round, sum  # noqa: F401  (shadow builtins on purpose)
+from .tensor import (  # noqa: F401
+    Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, is_tensor,
+    linspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
+    zeros_like,
+)
+
+bool = bool_  # noqa: A001  (tensorgrad.bool, like torch.bool)
+
+__version__ = "0.1.0"

@@ -1,0 +1,124 @@
+"""Backends: the only place in tensorgrad that imports numpy or cupy.
+
+A backend owns one array module (`xp`), a device name, a seeded random generator and the few
+kernels whose spelling differs between libraries. A Tensor's device picks its backend; op code
+asks the tensor for `xp` and never names numpy or cupy itself.
+"""
+import os
+
+import numpy
+
+from .numpy_backend import NumpyBackend
+
+# dtypes are numpy dtype objects; CuPy uses the same ones.
+float16 = half = numpy.dtype("float16")
+float32 = float = numpy.dtype("float32")
+float64 = double = numpy.dtype("float64")
+int8 = numpy.dtype("int8")
+int16 = numpy.dtype("int16")
+int32 = int = numpy.dtype("int32")
+int64 = long = numpy.dtype("int64")
+uint8 = numpy.dtype("uint8")
+bool_ = numpy.dtype("bool")
+
+_DTYPE_NAMES = {
+    "float16": float16, "half": float16, "float32": float32, "float": float32,
+    "float64": float64, "double": float64, "int8": int8, "int16": int16, "int32": int32,
+    "int": int32, "int64": int64, "long": int64, "uint8": uint8, "bool": bool_,
+}
+
+_backends = {}
+_default_device = None
+_seed = None
+
+
+def as_dtype(dtype):
+    """Normalise a dtype given as a dtype, a Python type or a name; None stays None."""
+    if dtype is None or isinstance(dtype, numpy.dtype):
+        return dtype
+    if isinstance(dtype, str):
+        if dtype not in _DTYPE_NAMES:
+            raise TypeError(f"unknown dtype {dtype!r}; expected one of {sorted(_DTYPE_NAMES)}")
+        return _DTYPE_NAMES[dtype]
+    if dtype is bool:
+        return bool_
+    try:
+        return numpy.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"unknown dtype {dtype!r}") from None
+
+
+def normalize_device(device):
+    """'cpu' -> 'cpu'; 'cuda' -> 'cuda:0'; 'cuda:1' stays; anything else is an error."""
+    if device is None:
+        return default_device()
+    device = str(device)
+    if device == "cpu":
+        return "cpu"
+    if device == "cuda":
+        return "cuda:0"
+    if device.startswith("cuda:") and device[5:].isdigit():
+        return device
+    raise ValueError(f"unknown device {device!r}; expected 'cpu', 'cuda' or 'cuda:N'")
+
+
+def get_backend(device=None):
+    """The backend object for a device string, created on first use (CuPy is imported only then)."""
+    device = normalize_device(device)
+    backend = _backends.get(device)
+    if backend is None:
+        if device == "cpu":
+            backend = NumpyBackend()
+        else:
+            from .cupy_backend import CupyBackend
+            backend = CupyBackend(int(device[5:]))
+        if _seed is not None:
+            backend.seed(_seed)
+        _backends[device] = backend
+    return backend
+
+
+def backend_of_array(array):
+    """The backend that owns an existing array (numpy -> cpu, cupy -> its GPU)."""
+    if isinstance(array, numpy.ndarray) or numpy.isscalar(array):
+        return get_backend("cpu")
+    device = getattr(array, "device", None)
+    if device is not None and type(array).__module__.startswith("cupy"):
+        return get_backend(f"cuda:{device.id}")
+    raise TypeError(f"cannot place an array of type {type(array).__name__} on any device")
+
+
+def cuda_is_available():
+    """True when CuPy imports and sees at least one GPU."""
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - any failure to load CUDA means "not available"
+        return False
+
+
+def set_default_device(device):
+    """Device used by creation functions when none is given (initially $TENSORGRAD_DEVICE or cpu)."""
+    global _default_device
+    _default_device = normalize_device(device) if device is not None else None
+
+
+def default_device():
+    if _default_device is not None:
+        return _default_device
+    env = os.environ.get("TENSORGRAD_DEVICE")
+    return normalize_device(env) if env else "cpu"
+
+
+def manual_seed(seed):
+    """Seed the random generator of every backend, those created later included."""
+    global _seed
+    _seed = int(seed)
+    for backend in _backends.values():
+        backend.seed(_seed)
+
+
+def array_repr(host_array):
+    """The body of a Tensor's repr: NumPy's printing, shortened for large arrays."""
+    return numpy.array2string(host_array, separator=", ", precision=4, threshold=200,
+                              edgeitems=3, prefix="tensor(")

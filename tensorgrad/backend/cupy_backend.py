@@ -1,0 +1,60 @@
+"""The GPU backend: CuPy arrays on one CUDA device. Imported only when a cuda tensor is asked for."""
+import cupy
+import cupyx
+import cupyx.scipy.special
+import numpy
+
+
+class CupyBackend:
+    name = "cupy"
+    xp = cupy
+
+    def __init__(self, index=0):
+        count = cupy.cuda.runtime.getDeviceCount()
+        if index >= count:
+            raise RuntimeError(f"device cuda:{index} requested but only {count} GPU(s) are visible")
+        self.index = index
+        self.device = f"cuda:{index}"
+        with cupy.cuda.Device(index):
+            self.rng = cupy.random.default_rng()
+
+    def seed(self, seed):
+        with cupy.cuda.Device(self.index):
+            self.rng = cupy.random.default_rng(seed)
+
+    def from_host(self, array):
+        with cupy.cuda.Device(self.index):
+            return cupy.asarray(array)
+
+    def to_host(self, array):
+        return cupy.asnumpy(array)
+
+    def scatter_add(self, target, index, values):
+        cupyx.scatter_add(target, index, values)
+
+    def erf(self, x):
+        return cupyx.scipy.special.erf(x).astype(x.dtype, copy=False)
+
+    def random_normal(self, shape, dtype):
+        with cupy.cuda.Device(self.index):
+            if dtype in (numpy.float32, numpy.float64):
+                return self.rng.standard_normal(shape, dtype=dtype)
+            return self.rng.standard_normal(shape).astype(dtype)
+
+    def random_uniform(self, shape, dtype):
+        with cupy.cuda.Device(self.index):
+            if dtype in (numpy.float32, numpy.float64):
+                return self.rng.random(shape, dtype=dtype)
+            return self.rng.random(shape).astype(dtype)
+
+    def random_integers(self, low, high, shape, dtype):
+        with cupy.cuda.Device(self.index):
+            return self.rng.integers(low, high, size=shape, dtype=dtype)
+
+    def __repr__(self):
+        return f"CupyBackend({self.device})"
+
+    def __getattr__(self, name):
+        value = getattr(self.xp, name)
+        setattr(self, name, value)
+        return value

@@ -1,0 +1,61 @@
+"""The CPU backend: NumPy arrays."""
+import math
+
+import numpy
+
+try:
+    from scipy.special import erf as _scipy_erf
+except ImportError:  # scipy is optional; math.erf is exact but slower
+    _scipy_erf = None
+
+
+class NumpyBackend:
+    name = "numpy"
+    device = "cpu"
+    xp = numpy
+
+    def __init__(self):
+        self.rng = numpy.random.default_rng()
+
+    def seed(self, seed):
+        self.rng = numpy.random.default_rng(seed)
+
+    # --- host transfer -------------------------------------------------------------------
+    def from_host(self, array):
+        return numpy.asarray(array)
+
+    def to_host(self, array):
+        return array
+
+    # --- kernels whose spelling differs -----------------------------------------------------
+    def scatter_add(self, target, index, values):
+        """target[index] += values, with repeated indices accumulated (unbuffered)."""
+        numpy.add.at(target, index, values)
+
+    def erf(self, x):
+        if _scipy_erf is not None:
+            return _scipy_erf(x).astype(x.dtype, copy=False)
+        return numpy.vectorize(math.erf, otypes=[x.dtype])(x)
+
+    def random_normal(self, shape, dtype):
+        if dtype.kind == "f" and dtype.itemsize >= 4:
+            return self.rng.standard_normal(shape, dtype=dtype)
+        return self.rng.standard_normal(shape).astype(dtype)
+
+    def random_uniform(self, shape, dtype):
+        if dtype.kind == "f" and dtype.itemsize >= 4:
+            return self.rng.random(shape, dtype=dtype)
+        return self.rng.random(shape).astype(dtype)
+
+    def random_integers(self, low, high, shape, dtype):
+        return self.rng.integers(low, high, size=shape, dtype=dtype)
+
+    def __repr__(self):
+        return "NumpyBackend(cpu)"
+
+    def __getattr__(self, name):
+        # Anything not defined above is the array module's own function (xp.exp, xp.matmul ...);
+        # caching it on the instance makes the next lookup an ordinary attribute hit.
+        value = getattr(self.xp, name)
+        setattr(self, name, value)
+        return value

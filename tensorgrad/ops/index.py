@@ -1,0 +1,177 @@
+"""Indexing: x[index], gather, and the scatter-adds that are their gradients (and vice versa)."""
+from ..autograd import primitive
+from ..tensor import Tensor
+from .elementwise import where
+from .operands import normalize_dim
+
+
+def array_index(index, like):
+    """A Python index (ints, slices, None, Ellipsis, lists, Tensors) as one the backend takes.
+
+    Boolean masks become the integer arrays of their True positions, so that the same index
+    drives both the gather (forward) and the scatter-add (gradient).
+    """
+    items = index if isinstance(index, tuple) else (index,)
+    out = []
+    for item in items:
+        if isinstance(item, Tensor):
+            if item._backend is not like._backend:
+                raise RuntimeError(f"indexing: a {like.device} tensor indexed with a "
+                                   f"{item.device} tensor")
+            item = item.data
+        elif isinstance(item, list):
+            item = like._backend.asarray(item)
+        if hasattr(item, "dtype"):
+            if item.dtype.kind == "b":
+                out.extend(item.nonzero())
+                continue
+            if item.dtype.kind not in "iu":
+                raise IndexError(f"indexing: tensors used as indices must be integer or bool, "
+                                 f"got {item.dtype}")
+        out.append(item)
+    return tuple(out)
+
+
+def _is_advanced(index):
+    return any(hasattr(item, "dtype") for item in index)
+
+
+@primitive("getitem")
+def _getitem(xp, x, index):
+    return x[index]
+
+
+@_getitem.defvjp
+def _getitem_vjp(ctx, g):
+    return _index_add(g, shape=ctx.in_shapes[0], index=ctx.attrs["index"])
+
+
+@primitive("index_add")
+def _index_add(xp, g, shape, index):
+    out = xp.zeros(shape, dtype=g.dtype)
+    if _is_advanced(index):
+        xp.scatter_add(out, index, g)  # repeated indices must accumulate
+    else:
+        out[index] = g
+    return out
+
+
+@_index_add.defvjp
+def _index_add_vjp(ctx, g):
+    return _getitem(g, index=ctx.attrs["index"])
+
+
+def getitem(x, index):
+    """x[index]: basic slicing (a view) and integer/bool array indexing (a copy)."""
+    index = array_index(index, x)
+    try:
+        out = _getitem(x, index=index)
+    except IndexError as exc:
+        raise IndexError(f"{exc} (indexing a tensor of shape {x.shape})") from None
+    if not _is_advanced(index):
+        out._version = x._version  # a view: in-place writes to x show through it
+    return out
+
+
+# --- gather / scatter_add along one dim -------------------------------------------------------
+def _along(xp, index, dim):
+    """Full index arrays that address `index` values along `dim` and every other position."""
+    grids = list(xp.ogrid[tuple(slice(0, s) for s in index.shape)])
+    grids[dim] = index
+    return tuple(grids)
+
+
+@primitive("gather")
+def _gather(xp, x, dim, index):
+    return x[_along(xp, index, dim)]
+
+
+@_gather.defvjp
+def _gather_vjp(ctx, g):
+    return _scatter_add(g, dim=ctx.attrs["dim"], index=ctx.attrs["index"],
+                        shape=ctx.in_shapes[0])
+
+
+@primitive("scatter_add")
+def _scatter_add(xp, src, dim, index, shape):
+    out = xp.zeros(shape, dtype=src.dtype)
+    xp.scatter_add(out, _along(xp, index, dim), src)
+    return out
+
+
+@_scatter_add.defvjp
+def _scatter_add_vjp(ctx, g):
+    return _gather(g, dim=ctx.attrs["dim"], index=ctx.attrs["index"])
+
+
+def _check_along(x, dim, index, op):
+    if not isinstance(index, Tensor) or index.dtype.kind not in "iu":
+        raise TypeError(f"{op}: index must be an integer Tensor, got "
+                        f"{getattr(index, 'dtype', type(index).__name__)}")
+    if index.ndim != x.ndim:
+        raise RuntimeError(f"{op}: index has {index.ndim} dims but the tensor has {x.ndim} "
+                           f"(shapes {index.shape} and {x.shape})")
+    dim = normalize_dim(dim, x.ndim, op)
+    for d, (i, s) in enumerate(zip(index.shape, x.shape)):
+        if d != dim and i > s:
+            raise RuntimeError(f"{op}: index shape {index.shape} is larger than the tensor's "
+                               f"shape {x.shape} at dim {d}")
+    data = index.data
+    if data.size and (int(data.min()) < -x.shape[dim] or int(data.max()) >= x.shape[dim]):
+        raise IndexError(f"{op}: index values must lie in [0, {x.shape[dim]}) along dim {dim} of "
+                         f"shape {x.shape}; got values in [{int(data.min())}, {int(data.max())}]")
+    return dim
+
+
+def gather(x, dim, index):
+    """out[i][j] = x[i][index[i][j]] for dim=1 (torch.gather semantics, any number of dims)."""
+    dim = _check_along(x, dim, index, "gather")
+    return _gather(x, dim=dim, index=index.data)
+
+
+def scatter_add(x, dim, index, src):
+    """x plus src added at `index` along dim (repeated indices accumulate)."""
+    dim = _check_along(x, dim, index, "scatter_add")
+    return x + _scatter_add(src, dim=dim, index=index.data, shape=x.shape)
+
+
+def masked_fill(x, mask, value):
+    """x with `value` wherever `mask` (broadcast to x) is True."""
+    if not isinstance(mask, Tensor) or mask.dtype.kind != "b":
+        raise TypeError(f"masked_fill: mask must be a bool Tensor, got "
+                        f"{getattr(mask, 'dtype', type(mask).__name__)}")
+    return where(mask, value, x)
+
+
+def one_hot(x, num_classes=-1):
+    """int64 one-hot encoding with a new last dimension of size num_classes (no gradient)."""
+    if x.dtype.kind not in "iu":
+        raise TypeError(f"one_hot: expected an integer tensor of class indices, got {x.dtype}")
+    xp = x._backend
+    if num_classes < 0:
+        num_classes = int(x.data.max()) + 1 if x.data.size else 0
+    if x.data.size and (int(x.data.min()) < 0 or int(x.data.max()) >= num_classes):
+        raise ValueError(f"one_hot: class values must lie in [0, {num_classes}), got values in "
+                         f"[{int(x.data.min())}, {int(x.data.max())}]")
+    out = (x.data[..., None] == xp.arange(num_classes)).astype("int64")
+    return Tensor._wrap(out, xp, False, None, None)
+
+
+def embedding(input, weight, padding_idx=None):
+    """Rows of `weight` (num_embeddings, dim) picked by integer `input` -> input.shape + (dim,).
+
+    Rows at `padding_idx` receive no gradient, as in PyTorch.
+    """
+    if not isinstance(input, Tensor) or input.dtype.kind not in "iu":
+        raise TypeError(f"embedding: indices must be an integer Tensor, got "
+                        f"{getattr(input, 'dtype', type(input).__name__)}")
+    count = weight.shape[0]
+    data = input.data
+    if data.size and (int(data.min()) < 0 or int(data.max()) >= count):
+        raise IndexError(f"embedding: indices must lie in [0, {count}) for a table of shape "
+                         f"{weight.shape}; got values in [{int(data.min())}, {int(data.max())}]")
+    out = getitem(weight, input)
+    if padding_idx is not None and weight.requires_grad:
+        padding_idx = padding_idx % count
+        out = where((input == padding_idx).unsqueeze(-1), out.detach(), out)
+    return out

@@ -1,0 +1,119 @@
+"""Matrix products: matmul (batched, broadcast, 1-D cases) and einsum."""
+from ..autograd import primitive
+from .operands import binary_operands
+
+
+@primitive("matmul", saves=(0, 1))
+def _matmul(xp, a, b):
+    return xp.matmul(a, b)
+
+
+@_matmul.defvjp
+def _matmul_vjp(ctx, g):
+    a, b = ctx.inputs
+    # Treat 1-D operands as matrices (a row, b a column) so one pair of formulas serves all
+    # cases; the engine then sums broadcast batch dimensions away.
+    a2 = a.unsqueeze(0) if a.ndim == 1 else a
+    b2 = b.unsqueeze(-1) if b.ndim == 1 else b
+    g2 = g
+    if a.ndim == 1:
+        g2 = g2.unsqueeze(-1 if b.ndim == 1 else -2)
+    if b.ndim == 1:
+        g2 = g2.unsqueeze(-1)
+    ga = gb = None
+    if ctx.needs_grad[0]:
+        ga = g2 @ b2.mT  # (..., m, n) @ (..., n, k) -> (..., m, k)
+        if a.ndim == 1:
+            ga = ga.squeeze(-2)
+    if ctx.needs_grad[1]:
+        gb = a2.mT @ g2  # (..., k, m) @ (..., m, n) -> (..., k, n)
+        if b.ndim == 1:
+            gb = gb.squeeze(-1)
+    return ga, gb
+
+
+def matmul(a, b):
+    """Matrix product with NumPy/PyTorch semantics: batched, broadcast, 1-D operands allowed."""
+    a, b = binary_operands(a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(f"matmul: both arguments need at least 1 dimension, got shapes "
+                           f"{a.shape} and {b.shape}")
+    k_a = a.shape[-1]
+    k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    if k_a != k_b:
+        raise RuntimeError(f"matmul: inner dimensions differ: {a.shape} @ {b.shape} "
+                           f"({k_a} != {k_b})")
+    return _matmul(a, b)
+
+
+# --- einsum ----------------------------------------------------------------------------------------
+@primitive("einsum", saves="all")
+def _einsum(xp, *arrays, equation):
+    return xp.einsum(equation, *arrays)
+
+
+@_einsum.defvjp
+def _einsum_vjp(ctx, g):
+    inputs_spec, output_spec = ctx.attrs["equation"].split("->")
+    specs = inputs_spec.split(",")
+    operands = ctx.inputs
+    grads = []
+    for i, spec in enumerate(specs):
+        if not ctx.needs_grad[i]:
+            grads.append(None)
+            continue
+        others = [(s, t) for j, (s, t) in enumerate(zip(specs, operands)) if j != i]
+        present = set(output_spec).union(*(set(s) for s, _ in others))
+        kept = "".join(c for c in spec if c in present)
+        equation = ",".join([output_spec] + [s for s, _ in others]) + "->" + kept
+        grad = einsum(equation, g, *(t for _, t in others))
+        if kept != spec:  # letters summed only within this operand: broadcast back
+            shape = ctx.in_shapes[i]
+            grad = grad.reshape(tuple(shape[k] if c in present else 1
+                                      for k, c in enumerate(spec))).expand(shape)
+        grads.append(grad)
+    return tuple(grads)
+
+
+def _explicit(equation, shapes):
+    """Spell out '...' with letters and add the implicit output, so the VJP can rearrange it."""
+    equation = equation.replace(" ", "")
+    lhs, arrow, rhs = equation.partition("->")
+    specs = lhs.split(",")
+    if len(specs) != len(shapes):
+        raise ValueError(f"einsum: equation {equation!r} names {len(specs)} operands, "
+                         f"got {len(shapes)}")
+    used = set(c for c in equation if c.isalpha())
+    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in used]
+    widest = max((len(shape) - len(spec.replace("...", "")) for spec, shape in zip(specs, shapes)
+                  if "..." in spec), default=0)
+    ellipsis = "".join(spare[:widest])
+    expanded = []
+    for spec, shape in zip(specs, shapes):
+        if "..." in spec:
+            n = len(shape) - len(spec.replace("...", ""))
+            spec = spec.replace("...", ellipsis[widest - n:])
+        if len(spec) != len(shape):
+            raise ValueError(f"einsum: operand spec {spec!r} has {len(spec)} letters but the "
+                             f"operand has shape {shape}")
+        if len(set(spec)) != len(spec):
+            raise NotImplementedError(f"einsum: repeated letters within one operand ({spec!r}, "
+                                      "a diagonal) are not supported")
+        expanded.append(spec)
+    if arrow:
+        rhs = rhs.replace("...", ellipsis)
+    else:
+        counts = {}
+        for c in "".join(expanded):
+            counts[c] = counts.get(c, 0) + 1
+        rhs = ellipsis + "".join(sorted(c for c, n in counts.items()
+                                        if n == 1 and c not in ellipsis))
+    return ",".join(expanded) + "->" + rhs
+
+
+def einsum(equation, *operands):
+    """Einstein summation, e.g. einsum("bhqd,bhkd->bhqk", q, k); '...' broadcasts."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    equation = _explicit(equation, [t.shape for t in operands])
+    return _einsum(*operands, equation=equation)

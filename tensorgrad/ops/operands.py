@@ -1,0 +1,96 @@
+"""Turning op arguments into Tensors, with PyTorch's type promotion.
+
+NumPy promotes float32 with int64 to float64 and Python floats can upcast integer arrays; PyTorch
+does neither, and float32 must survive a whole training step, so binary ops pass through here.
+"""
+from .. import backend as _backends
+from ..tensor import Tensor, tensor
+
+_SCALARS = (bool, int, float)
+
+
+def _float_default():
+    return _backends.float32
+
+
+def scalar_dtype(value, like_dtype):
+    """The dtype a Python scalar takes next to a tensor of `like_dtype` (it never upcasts)."""
+    kind = like_dtype.kind
+    if isinstance(value, bool):
+        return like_dtype
+    if isinstance(value, int):
+        return like_dtype if kind != "b" else _backends.int64
+    if kind in "fc":
+        return like_dtype
+    return _float_default()
+
+
+def as_operand(value, like):
+    """`value` as a Tensor on `like`'s device; Python scalars take a dtype that does not upcast."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, _SCALARS):
+        backend = like._backend
+        dtype = scalar_dtype(value, like.data.dtype)
+        return Tensor._wrap(backend.asarray(value, dtype=dtype), backend, False, None, None)
+    return tensor(value, device=like.device)
+
+
+def promote(a, b):
+    """PyTorch's promotion between two tensors: floats beat integers, wider beats narrower."""
+    da, db = a.data.dtype, b.data.dtype
+    if da == db:
+        return a, b
+    fa, fb = da.kind in "fc", db.kind in "fc"
+    if fa and not fb:
+        return a, b.to(da)
+    if fb and not fa:
+        return a.to(db), b
+    if da.kind == "b":
+        return a.to(db), b
+    if db.kind == "b":
+        return a, b.to(da)
+    wide = da if da.itemsize >= db.itemsize else db
+    return (a if da == wide else a.to(wide)), (b if db == wide else b.to(wide))
+
+
+def binary_operands(a, b):
+    """Both operands of a binary op as Tensors of one dtype (scalars follow the tensor)."""
+    if not isinstance(a, Tensor):
+        if not isinstance(b, Tensor):
+            raise TypeError(f"expected at least one Tensor, got {type(a).__name__} and "
+                            f"{type(b).__name__}")
+        a = as_operand(a, b)
+    elif not isinstance(b, Tensor):
+        b = as_operand(b, a)
+    if a.data.dtype != b.data.dtype:
+        a, b = promote(a, b)
+    return a, b
+
+
+def normalize_dim(dim, ndim, op):
+    """A dim in [-ndim, ndim) made non-negative, or a clear IndexError naming the op."""
+    size = max(ndim, 1)
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"{op}: dim must be an int, got {dim!r}")
+    if not -size <= dim < size:
+        raise IndexError(f"{op}: dim {dim} is out of range for a tensor with {ndim} dimension(s) "
+                         f"(expected -{size} <= dim < {size})")
+    return dim % size
+
+
+def normalize_dims(dim, ndim, op):
+    """None -> every dim; an int or a sequence -> a sorted tuple of non-negative dims."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    out = tuple(sorted({normalize_dim(d, ndim, op) for d in dims}))
+    if len(out) != len(dims):
+        raise ValueError(f"{op}: dim {dim} repeats a dimension")
+    return out
+
+
+def require_float(x, op):
+    if x.data.dtype.kind not in "fc":
+        raise TypeError(f"{op}: expected a floating point tensor, got {x.data.dtype} "
+                        f"(shape {x.shape}); convert with .float()")

@@ -1,0 +1,325 @@
+"""Shape primitives (reshape, permute, expand, cat, pad, flip) and the composites built on them."""
+from ..autograd import primitive
+from .elementwise import where
+from .operands import normalize_dim
+
+
+def _sizes(args):
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return tuple(args)
+
+
+# --- reshape ----------------------------------------------------------------------------------
+@primitive("reshape", view=True)
+def _reshape(xp, x, shape):
+    return x.reshape(shape)
+
+
+@_reshape.defvjp
+def _reshape_vjp(ctx, g):
+    return g.reshape(ctx.in_shapes[0])
+
+
+def reshape(x, *shape):
+    """The same elements in a new shape; one dimension may be -1 (inferred)."""
+    shape = _sizes(shape)
+    known, free = 1, [i for i, s in enumerate(shape) if s == -1]
+    for s in shape:
+        if s != -1:
+            known *= s
+    size = x.data.size
+    if len(free) > 1 or any(s < -1 for s in shape) or (
+            not free and known != size) or (free and (known == 0 or size % known)):
+        raise RuntimeError(f"reshape: cannot view a tensor of shape {x.shape} ({size} elements) "
+                           f"as shape {shape}")
+    if free:
+        shape = shape[:free[0]] + (size // known,) + shape[free[0] + 1:]
+    if shape == x.shape:
+        return x
+    return _reshape(x, shape=shape)
+
+
+view = reshape
+
+
+def view_as(x, other):
+    return reshape(x, other.shape)
+
+
+reshape_as = view_as
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    if x.ndim == 0:
+        return reshape(x, 1)
+    start, end = normalize_dim(start_dim, x.ndim, "flatten"), normalize_dim(end_dim, x.ndim,
+                                                                           "flatten")
+    shape = x.shape
+    return reshape(x, shape[:start] + (-1,) + shape[end + 1:])
+
+
+def squeeze(x, dim=None):
+    """Drop size-1 dimensions (all of them, or only `dim`, an int or tuple)."""
+    if dim is None:
+        dims = {i for i, s in enumerate(x.shape) if s == 1}
+    else:
+        dims = {normalize_dim(d, x.ndim, "squeeze")
+                for d in ((dim,) if isinstance(dim, int) else dim)}
+        dims = {d for d in dims if x.shape[d] == 1}
+    return reshape(x, tuple(s for i, s in enumerate(x.shape) if i not in dims))
+
+
+def unsqueeze(x, dim):
+    dim = normalize_dim(dim, x.ndim + 1, "unsqueeze")
+    return reshape(x, x.shape[:dim] + (1,) + x.shape[dim:])
+
+
+# --- permute / transpose ---------------------------------------------------------------------------
+@primitive("permute", view=True)
+def _permute(xp, x, dims):
+    return x.transpose(dims)
+
+
+@_permute.defvjp
+def _permute_vjp(ctx, g):
+    dims = ctx.attrs["dims"]
+    inverse = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inverse[d] = i
+    return g.permute(*inverse)
+
+
+def permute(x, *dims):
+    dims = tuple(normalize_dim(d, x.ndim, "permute") for d in _sizes(dims))
+    if sorted(dims) != list(range(x.ndim)):
+        raise RuntimeError(f"permute: dims {dims} are not a permutation of the {x.ndim} "
+                           f"dimensions of a tensor of shape {x.shape}")
+    if dims == tuple(range(x.ndim)):
+        return x
+    return _permute(x, dims=dims)
+
+
+def transpose(x, dim0, dim1):
+    dims = list(range(x.ndim))
+    d0, d1 = normalize_dim(dim0, x.ndim, "transpose"), normalize_dim(dim1, x.ndim, "transpose")
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return permute(x, *dims)
+
+
+def movedim(x, source, destination):
+    source = normalize_dim(source, x.ndim, "movedim")
+    destination = normalize_dim(destination, x.ndim, "movedim")
+    dims = [d for d in range(x.ndim) if d != source]
+    dims.insert(destination, source)
+    return permute(x, *dims)
+
+
+# --- expand ---------------------------------------------------------------------------------------
+@primitive("expand", view=True)
+def _expand(xp, x, shape):
+    return xp.broadcast_to(x, shape)
+
+
+@_expand.defvjp
+def _expand_vjp(ctx, g):
+    return g  # the engine sums the gradient back down to the input's shape
+
+
+def expand(x, *sizes):
+    """Broadcast to a larger shape without copying; -1 keeps a dimension's size."""
+    sizes = _sizes(sizes)
+    lead = len(sizes) - x.ndim
+    if lead < 0:
+        raise RuntimeError(f"expand: the target shape {sizes} has fewer dimensions than the "
+                           f"tensor's shape {x.shape}")
+    shape = tuple(x.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
+    for i, s in enumerate(x.shape):
+        if s != 1 and s != shape[i + lead]:
+            raise RuntimeError(f"expand: cannot expand shape {x.shape} to {sizes}: dimension {i} "
+                               f"has size {s}, which is neither 1 nor {shape[i + lead]}")
+    if shape == x.shape:
+        return x
+    return _expand(x, shape=shape)
+
+
+def expand_as(x, other):
+    return expand(x, other.shape)
+
+
+def broadcast_to(x, shape):
+    return expand(x, tuple(shape))
+
+
+def repeat(x, *sizes):
+    """Tile x: repeat(2, 3) on shape (a, b) gives (2a, 3b), as torch.Tensor.repeat."""
+    sizes = _sizes(sizes)
+    if len(sizes) < x.ndim:
+        raise RuntimeError(f"repeat: needs at least {x.ndim} sizes for shape {x.shape}, "
+                           f"got {sizes}")
+    shape = (1,) * (len(sizes) - x.ndim) + x.shape
+    spread = x.reshape(tuple(d for s in shape for d in (1, s)))
+    tiled = spread.expand(tuple(d for r, s in zip(sizes, shape) for d in (r, s)))
+    return tiled.reshape(tuple(r * s for r, s in zip(sizes, shape)))
+
+
+# --- cat / stack / split ------------------------------------------------------------------------
+@primitive("cat")
+def _cat(xp, *arrays, dim):
+    return xp.concatenate(arrays, axis=dim)
+
+
+@_cat.defvjp
+def _cat_vjp(ctx, g):
+    dim, offset, grads = ctx.attrs["dim"], 0, []
+    for shape, needed in zip(ctx.in_shapes, ctx.needs_grad):
+        size = shape[dim]
+        grads.append(g.narrow(dim, offset, size) if needed else None)
+        offset += size
+    return tuple(grads)
+
+
+def cat(tensors, dim=0):
+    """Join tensors along an existing dimension."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("cat: expected a non-empty sequence of tensors")
+    first = tensors[0]
+    dim = normalize_dim(dim, first.ndim, "cat")
+    for i, t in enumerate(tensors):
+        if t.ndim != first.ndim or any(a != b for j, (a, b) in enumerate(zip(t.shape, first.shape))
+                                       if j != dim):
+            shapes = ", ".join(str(u.shape) for u in tensors)
+            raise RuntimeError(f"cat: tensors must match in every dimension but dim {dim}; got "
+                               f"shapes {shapes} (tensor {i} differs)")
+    dtype = first.dtype
+    if any(t.dtype != dtype for t in tensors):
+        from .operands import promote
+        for i in range(1, len(tensors)):
+            tensors[0], tensors[i] = promote(tensors[0], tensors[i])
+        tensors = [t.to(tensors[0].dtype) for t in tensors]
+    if len(tensors) == 1:
+        return tensors[0]
+    return _cat(*tensors, dim=dim)
+
+
+concatenate = cat
+
+
+def stack(tensors, dim=0):
+    """Join same-shaped tensors along a new dimension."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("stack: expected a non-empty sequence of tensors")
+    shapes = {t.shape for t in tensors}
+    if len(shapes) != 1:
+        raise RuntimeError(f"stack: expects tensors of one shape, got {[t.shape for t in tensors]}")
+    dim = normalize_dim(dim, tensors[0].ndim + 1, "stack")
+    return cat([unsqueeze(t, dim) for t in tensors], dim)
+
+
+def narrow(x, dim, start, length):
+    """x sliced to [start, start + length) along dim (a view)."""
+    dim = normalize_dim(dim, x.ndim, "narrow")
+    index = (slice(None),) * dim + (slice(start, start + length),)
+    return x[index]
+
+
+def split(x, split_size_or_sections, dim=0):
+    """Pieces of `split_size` along dim (the last may be smaller), or of the given sizes."""
+    dim = normalize_dim(dim, x.ndim, "split")
+    size = x.shape[dim]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0:
+            raise ValueError(f"split: split_size must be positive, got {step}")
+        sections = [min(step, size - start) for start in range(0, size, step)] or [0]
+    else:
+        sections = list(split_size_or_sections)
+        if sum(sections) != size:
+            raise RuntimeError(f"split: sizes {sections} do not add up to {size}, the size of "
+                               f"dim {dim} of shape {x.shape}")
+    out, start = [], 0
+    for length in sections:
+        out.append(narrow(x, dim, start, length))
+        start += length
+    return tuple(out)
+
+
+def chunk(x, chunks, dim=0):
+    """Split into `chunks` pieces of ceil(size / chunks) (the last may be smaller)."""
+    size = x.shape[normalize_dim(dim, x.ndim, "chunk")]
+    return split(x, max(-(-size // chunks), 1), dim)
+
+
+def unbind(x, dim=0):
+    dim = normalize_dim(dim, x.ndim, "unbind")
+    return tuple(squeeze(piece, dim) for piece in split(x, 1, dim))
+
+
+# --- pad / flip -----------------------------------------------------------------------------------
+@primitive("pad")
+def _pad(xp, x, widths, value):
+    return xp.pad(x, widths, mode="constant", constant_values=value)
+
+
+@_pad.defvjp
+def _pad_vjp(ctx, g):
+    index = tuple(slice(before, g.shape[i] - after)
+                  for i, (before, after) in enumerate(ctx.attrs["widths"]))
+    return g[index]
+
+
+def pad(x, pad, mode="constant", value=0.0):
+    """Constant padding; `pad` lists (before, after) pairs starting from the LAST dimension,
+    as torch.nn.functional.pad does: pad=(1, 2) pads the last dim by 1 before and 2 after."""
+    if mode != "constant":
+        raise NotImplementedError(f"pad: only mode='constant' is supported, got {mode!r}")
+    pad = tuple(pad)
+    if len(pad) % 2 or len(pad) // 2 > x.ndim:
+        raise ValueError(f"pad: expected an even number of widths, at most 2 per dimension "
+                         f"({2 * x.ndim} for shape {x.shape}), got {pad}")
+    if any(p < 0 for p in pad):
+        raise ValueError(f"pad: negative padding {pad} is not supported; slice the tensor instead")
+    widths = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        widths[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    return _pad(x, widths=tuple(widths), value=value)
+
+
+@primitive("flip")
+def _flip(xp, x, dims):
+    return xp.flip(x, axis=dims)
+
+
+@_flip.defvjp
+def _flip_vjp(ctx, g):
+    return g.flip(ctx.attrs["dims"])
+
+
+def flip(x, dims):
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return _flip(x, dims=tuple(normalize_dim(d, x.ndim, "flip") for d in dims))
+
+
+# --- triangles ------------------------------------------------------------------------------------
+def _triangle(x, diagonal, lower):
+    if x.ndim < 2:
+        raise RuntimeError(f"{'tril' if lower else 'triu'}: needs at least 2 dimensions, got "
+                           f"shape {x.shape}")
+    from ..tensor import Tensor
+    xp = x._backend
+    rows, cols = x.shape[-2:]
+    keep = xp.tri(rows, cols, diagonal, dtype=bool) if lower else \
+        ~xp.tri(rows, cols, diagonal - 1, dtype=bool)
+    return where(Tensor._wrap(keep, xp, False, None, None), x, 0)
+
+
+def tril(x, diagonal=0):
+    """Keep the lower triangle (j <= i + diagonal) of the last two dims, zero the rest."""
+    return _triangle(x, diagonal, True)
+
+
+def triu(x, diagonal=0):
+    """Keep the upper triangle (j >= i + diagonal) of the last two dims, zero the rest."""
+    return _triangle(x, diagonal, False)

@@ -1,0 +1,592 @@
+"""Tensor: one backend array plus what autograd needs (requires_grad, grad, the node that made it).
+
+Methods are thin: each forwards to a function in `tensorgrad.ops`, where the primitive and its
+gradient live. Creation functions (`tensor`, `zeros`, `randn` ...) are at the bottom.
+"""
+from . import backend as _backends
+
+
+class Tensor:
+    __slots__ = ("data", "grad", "requires_grad", "_node", "_backend", "_version", "__weakref__")
+    # NumPy arrays and scalars on the left of an operator defer to our reflected methods.
+    __array_priority__ = 1000
+
+    def __init__(self, data, dtype=None, device=None, requires_grad=False):
+        made = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        self.data, self._backend = made.data, made._backend
+        self.grad, self.requires_grad, self._node, self._version = None, requires_grad, None, [0]
+
+    @classmethod
+    def _wrap(cls, data, backend, requires_grad, node, version):
+        """Fast constructor used by ops: no validation, no copies."""
+        t = object.__new__(cls)
+        t.data = data
+        t._backend = backend
+        t.requires_grad = requires_grad
+        t._node = node
+        t.grad = None
+        t._version = [0] if version is None else version
+        return t
+
+    # --- attributes ------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return tuple(self.data.shape)
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
+    @property
+    def ndim(self):
+        return self.data.ndim
+
+    def dim(self):
+        return self.data.ndim
+
+    def numel(self):
+        return int(self.data.size)
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def device(self):
+        return self._backend.device
+
+    @property
+    def is_leaf(self):
+        return self._node is None
+
+    @property
+    def grad_fn(self):
+        return self._node
+
+    @property
+    def T(self):
+        return self.permute(*reversed(range(self.ndim)))
+
+    @property
+    def mT(self):
+        return self.transpose(-2, -1)
+
+    # --- conversion --------------------------------------------------------------------------
+    def numpy(self):
+        if self.requires_grad:
+            raise RuntimeError("numpy(): the tensor requires grad; call .detach().numpy()")
+        return self._backend.to_host(self.data)
+
+    def __array__(self, dtype=None, copy=None):
+        array = self._backend.to_host(self.data)
+        return array if dtype is None else array.astype(dtype)
+
+    def item(self):
+        if self.data.size != 1:
+            raise ValueError(f"item(): only a one-element tensor converts to a Python number, "
+                             f"got shape {self.shape}")
+        return self._backend.to_host(self.data).reshape(()).item()
+
+    def tolist(self):
+        return self._backend.to_host(self.data).tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"only integer tensors can be used as an index, got {self.dtype}")
+        return int(self.item())
+
+    def __bool__(self):
+        if self.data.size != 1:
+            raise RuntimeError(f"the truth value of a tensor with {self.data.size} elements is "
+                               "ambiguous; use .any() or .all()")
+        return bool(self.item())
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __hash__(self):
+        return id(self)
+
+    def detach(self):
+        """The same data, cut from the graph (shares memory and the version counter)."""
+        return Tensor._wrap(self.data, self._backend, False, None, self._version)
+
+    def requires_grad_(self, requires_grad=True):
+        if self._node is not None and not requires_grad:
+            raise RuntimeError("requires_grad_(False) on a non-leaf tensor; use detach()")
+        if requires_grad and self.dtype.kind not in "fc":
+            raise RuntimeError(f"only floating point tensors can require gradients, got {self.dtype}")
+        self.requires_grad = requires_grad
+        return self
+
+    def to(self, *args, dtype=None, device=None):
+        """`to("cuda")`, `to(float64)`, `to("cpu", float32)`: a differentiable move or cast."""
+        for arg in args:
+            if isinstance(arg, str) and (arg == "cpu" or arg.startswith("cuda")):
+                device = arg
+            elif isinstance(arg, Tensor):
+                device, dtype = arg.device, arg.dtype
+            else:
+                dtype = arg
+        out = self
+        if device is not None and _backends.normalize_device(device) != self.device:
+            out = _ops.to_device(out, _backends.get_backend(device))
+        dtype = _backends.as_dtype(dtype)
+        if dtype is not None and dtype != out.dtype:
+            out = _ops.cast(out, dtype)
+        return out
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def cuda(self, index=0):
+        return self.to(f"cuda:{index}")
+
+    def float(self):
+        return self.to(_backends.float32)
+
+    def double(self):
+        return self.to(_backends.float64)
+
+    def half(self):
+        return self.to(_backends.float16)
+
+    def long(self):
+        return self.to(_backends.int64)
+
+    def int(self):
+        return self.to(_backends.int32)
+
+    def bool(self):
+        return self.to(_backends.bool_)
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def contiguous(self):
+        return self
+
+    def clone(self):
+        return _ops.clone(self)
+
+    # --- autograd ----------------------------------------------------------------------------
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+        """Accumulate gradients of this tensor into every leaf's `.grad`.
+
+        A non-scalar output needs `gradient` (same shape). The graph's saved tensors are freed
+        afterwards unless `retain_graph=True`; `create_graph=True` records the backward itself
+        so the gradients can be differentiated again.
+        """
+        _autograd.backward(self, gradient, retain_graph, create_graph)
+
+    # --- in-place updates (optimizers, init, masking) --------------------------------------
+    def _inplace(self, op_name):
+        if self.requires_grad and self._node is None and _autograd.is_grad_enabled():
+            raise RuntimeError(f"{op_name}: a leaf tensor that requires grad is being modified in "
+                               "place while grad mode is on; wrap the update in no_grad()")
+        self._version[0] += 1
+
+    def _operand(self, value):
+        if isinstance(value, Tensor):
+            if value._backend is not self._backend:
+                raise RuntimeError(f"in-place update of a {self.device} tensor with a "
+                                   f"{value.device} tensor")
+            return value.data
+        return value
+
+    def copy_(self, src):
+        self._inplace("copy_")
+        src = self._operand(src)
+        self.data[...] = src
+        return self
+
+    def zero_(self):
+        return self.fill_(0)
+
+    def fill_(self, value):
+        self._inplace("fill_")
+        self.data[...] = self._operand(value)
+        return self
+
+    def add_(self, other, alpha=1):
+        self._inplace("add_")
+        other = self._operand(other)
+        if alpha != 1:
+            other = other * alpha
+        self._backend.add(self.data, other, out=self.data, casting="unsafe")
+        return self
+
+    def sub_(self, other, alpha=1):
+        return self.add_(other, alpha=-alpha)
+
+    def mul_(self, other):
+        self._inplace("mul_")
+        self._backend.multiply(self.data, self._operand(other), out=self.data, casting="unsafe")
+        return self
+
+    def div_(self, other):
+        self._inplace("div_")
+        self._backend.divide(self.data, self._operand(other), out=self.data, casting="unsafe")
+        return self
+
+    def clamp_(self, min=None, max=None):
+        self._inplace("clamp_")
+        self._backend.clip(self.data, min, max, out=self.data)
+        return self
+
+    def normal_(self, mean=0.0, std=1.0):
+        self._inplace("normal_")
+        sample = self._backend.random_normal(self.data.shape, self.dtype)
+        self.data[...] = sample * std + mean
+        return self
+
+    def uniform_(self, a=0.0, b=1.0):
+        self._inplace("uniform_")
+        sample = self._backend.random_uniform(self.data.shape, self.dtype)
+        self.data[...] = sample * (b - a) + a
+        return self
+
+    def __setitem__(self, index, value):
+        self._inplace("__setitem__")
+        self.data[_ops.array_index(index, self)] = self._operand(value)
+
+    def __iadd__(self, other):
+        return self.add_(other) if not self.requires_grad or not _autograd.is_grad_enabled() \
+            else self + other
+
+    def __isub__(self, other):
+        return self.sub_(other) if not self.requires_grad or not _autograd.is_grad_enabled() \
+            else self - other
+
+    def __imul__(self, other):
+        return self.mul_(other) if not self.requires_grad or not _autograd.is_grad_enabled() \
+            else self * other
+
+    def __itruediv__(self, other):
+        return self.div_(other) if not self.requires_grad or not _autograd.is_grad_enabled() \
+            else self / other
+
+    # --- operators -----------------------------------------------------------------------------
+    def __add__(self, other):
+        return _ops.add(self, other)
+
+    def __radd__(self, other):
+        return _ops.add(other, self)
+
+    def __sub__(self, other):
+        return _ops.sub(self, other)
+
+    def __rsub__(self, other):
+        return _ops.sub(other, self)
+
+    def __mul__(self, other):
+        return _ops.mul(self, other)
+
+    def __rmul__(self, other):
+        return _ops.mul(other, self)
+
+    def __truediv__(self, other):
+        return _ops.div(self, other)
+
+    def __rtruediv__(self, other):
+        return _ops.div(other, self)
+
+    def __pow__(self, other):
+        return _ops.pow(self, other)
+
+    def __rpow__(self, other):
+        return _ops.pow(other, self)
+
+    def __neg__(self):
+        return _ops.neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _ops.abs(self)
+
+    def __matmul__(self, other):
+        return _ops.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _ops.matmul(other, self)
+
+    def __getitem__(self, index):
+        return _ops.getitem(self, index)
+
+    def __eq__(self, other):
+        return _ops.eq(self, other)
+
+    def __ne__(self, other):
+        return _ops.ne(self, other)
+
+    def __lt__(self, other):
+        return _ops.lt(self, other)
+
+    def __le__(self, other):
+        return _ops.le(self, other)
+
+    def __gt__(self, other):
+        return _ops.gt(self, other)
+
+    def __ge__(self, other):
+        return _ops.ge(self, other)
+
+    def __invert__(self):
+        return _ops.logical_not(self)
+
+    def __and__(self, other):
+        return _ops.logical_and(self, other)
+
+    def __or__(self, other):
+        return _ops.logical_or(self, other)
+
+    def where(self, condition, other):
+        """`self` where condition holds, else `other` (torch.Tensor.where)."""
+        return _ops.where(condition, self, other)
+
+    def __repr__(self):
+        body = _backends.array_repr(self._backend.to_host(self.data))
+        extras = []
+        if self.device != "cpu":
+            extras.append(f"device='{self.device}'")
+        if self.dtype != _backends.float32 and self.dtype != _backends.int64 \
+                and self.dtype != _backends.bool_:
+            extras.append(f"dtype={self.dtype}")
+        if self._node is not None:
+            where = f" in {self._node.scope}" if self._node.scope else ""
+            extras.append(f"grad_fn=<{self._node.prim.name}{where}>")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + ", ".join([body] + extras) + ")"
+
+
+# Method forms of ops, attached by name so each has exactly one implementation in `ops`.
+_METHODS = (
+    "exp", "log", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "relu", "sin", "cos", "neg",
+    "square", "clamp", "clip", "maximum", "minimum", "sum", "mean", "var", "std", "max", "min",
+    "amax", "amin", "argmax", "argmin", "logsumexp", "matmul", "reshape", "view", "transpose",
+    "permute", "expand", "expand_as", "squeeze", "unsqueeze", "flatten", "split", "chunk", "tril",
+    "triu", "masked_fill", "gather", "softmax", "log_softmax", "pow", "any", "all",
+    "eq", "ne", "lt", "le", "gt", "ge", "erf", "reciprocal", "sign", "floor",
+    "ceil", "round", "view_as", "reshape_as", "repeat", "norm", "cumsum", "isnan", "isinf",
+    "isfinite", "flip", "narrow", "movedim", "unbind", "logical_not",
+)
+
+
+def attach_methods(ops):
+    global _ops
+    _ops = ops
+    for name in _METHODS:
+        setattr(Tensor, name, getattr(_ops, name))
+
+
+# --------------------------------------------------------------------------------------------
+# Creation functions
+# --------------------------------------------------------------------------------------------
+def _infer_dtype(data):
+    """torch.tensor's rules: Python floats -> float32, ints -> int64, bools -> bool."""
+    item = data
+    while isinstance(item, (list, tuple)):
+        if not item:
+            return _backends.float32
+        kinds = {_scalar_kind(x) for x in _flatten(item)}
+        return (_backends.float32 if "f" in kinds else
+                _backends.int64 if "i" in kinds else _backends.bool_)
+    kind = _scalar_kind(item)
+    return {"f": _backends.float32, "i": _backends.int64, "b": _backends.bool_}.get(kind)
+
+
+def _scalar_kind(x):
+    if isinstance(x, bool):
+        return "b"
+    if isinstance(x, int):
+        return "i"
+    if isinstance(x, float):
+        return "f"
+    if isinstance(x, Tensor):
+        return x.dtype.kind if x.dtype.kind != "u" else "i"
+    return None
+
+
+def _flatten(items):
+    for x in items:
+        if isinstance(x, (list, tuple)):
+            yield from _flatten(x)
+        else:
+            yield x
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new leaf tensor holding a copy of `data` (nested lists, numbers, arrays or a Tensor).
+
+    Python floats become float32 and ints int64, as in PyTorch; arrays keep their dtype.
+    """
+    dtype = _backends.as_dtype(dtype)
+    if isinstance(data, Tensor):
+        backend = _backends.get_backend(device if device is not None else data.device)
+        array = data.data if backend is data._backend else backend.from_host(
+            data._backend.to_host(data.data))
+        array = array.astype(dtype if dtype is not None else array.dtype, copy=True)
+    else:
+        backend = _backends.get_backend(device)
+        if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flatten(data)):
+            data = [_host_value(x) for x in data]
+        host_dtype = dtype if dtype is not None else _infer_dtype(data)
+        array = backend.from_host(data) if host_dtype is None else backend.asarray(
+            backend.from_host(data), dtype=host_dtype)
+        if array is data:
+            array = array.copy()
+        if array.dtype == object:
+            raise TypeError(f"tensor(): cannot make a tensor from {type(data).__name__} "
+                            "(ragged lists or non-numeric values?)")
+    t = Tensor._wrap(array, backend, False, None, None)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _host_value(x):
+    if isinstance(x, Tensor):
+        return x._backend.to_host(x.data)
+    if isinstance(x, (list, tuple)):
+        return [_host_value(v) for v in x]
+    return x
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Like `tensor`, but returns `data` itself when it already fits."""
+    if isinstance(data, Tensor) and (dtype is None or data.dtype == _backends.as_dtype(dtype)) \
+            and (device is None or data.device == _backends.normalize_device(device)):
+        return data
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(array):
+    """A CPU tensor sharing memory with a NumPy array (dtype kept)."""
+    backend = _backends.get_backend("cpu")
+    return Tensor._wrap(backend.asarray(array), backend, False, None, None)
+
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, int) or s < 0:
+            raise ValueError(f"sizes must be non-negative integers, got {tuple(size)}")
+    return tuple(size)
+
+
+def _make(fill, size, dtype, device, requires_grad, default=_backends.float32):
+    backend = _backends.get_backend(device)
+    dtype = _backends.as_dtype(dtype) or default
+    t = Tensor._wrap(fill(backend, _shape(size), dtype), backend, False, None, None)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return _make(lambda b, s, d: b.zeros(s, dtype=d), size, dtype, device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return _make(lambda b, s, d: b.ones(s, dtype=d), size, dtype, device, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    return _make(lambda b, s, d: b.empty(s, dtype=d), size, dtype, device, requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    default = _infer_dtype(fill_value) or _backends.float32
+    return _make(lambda b, s, d: b.full(s, fill_value, dtype=d), (tuple(size),), dtype, device,
+                 requires_grad, default)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False):
+    """Standard normal samples from the device's seeded generator (see `manual_seed`)."""
+    return _make(lambda b, s, d: b.random_normal(s, d), size, dtype, device, requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False):
+    """Uniform samples in [0, 1)."""
+    return _make(lambda b, s, d: b.random_uniform(s, d), size, dtype, device, requires_grad)
+
+
+def randint(low, high=None, size=(), dtype=None, device=None):
+    """Integers in [low, high) (or [0, low) when high is omitted), int64 by default."""
+    if high is None:
+        low, high = 0, low
+    return _make(lambda b, s, d: b.random_integers(low, high, s, d), (tuple(size),), dtype,
+                 device, False, _backends.int64)
+
+
+def randperm(n, dtype=None, device=None):
+    backend = _backends.get_backend(device)
+    keys = backend.random_uniform((n,), _backends.float32)
+    perm = backend.argsort(keys).astype(_backends.as_dtype(dtype) or _backends.int64)
+    return Tensor._wrap(perm, backend, False, None, None)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    default = (_backends.float32 if any(isinstance(v, float) for v in (start, end, step))
+               else _backends.int64)
+    backend = _backends.get_backend(device)
+    dtype = _backends.as_dtype(dtype) or default
+    t = Tensor._wrap(backend.arange(start, end, step, dtype=dtype), backend, False, None, None)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def linspace(start, end, steps, dtype=None, device=None):
+    backend = _backends.get_backend(device)
+    dtype = _backends.as_dtype(dtype) or _backends.float32
+    return Tensor._wrap(backend.linspace(start, end, steps, dtype=dtype), backend, False, None,
+                        None)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    return _make(lambda b, s, d: b.eye(n, m, dtype=d), (), dtype, device, requires_grad)
+
+
+def _like(fn):
+    def like(input, dtype=None, device=None, requires_grad=False, **kwargs):
+        return fn(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                  requires_grad=requires_grad, **kwargs)
+    like.__name__ = fn.__name__ + "_like"
+    like.__doc__ = f"`{fn.__name__}` with the shape, dtype and device of `input`."
+    return like
+
+
+zeros_like = _like(zeros)
+ones_like = _like(ones)
+empty_like = _like(empty)
+randn_like = _like(randn)
+rand_like = _like(rand)
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
+    return full(input.shape, fill_value, dtype=dtype or input.dtype,
+                device=device or input.device, requires_grad=requires_grad)
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+from . import autograd as _autograd  # noqa: E402  (the engine needs Tensor defined first)
+
+_ops = None  # tensorgrad.ops, set by attach_methods once it has loaded
