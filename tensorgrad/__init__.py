@@ -10,8 +10,8 @@ from .autograd import (  # noqa: F401
     primitive, scope, set_grad_enabled,
 )
 from .backend import (  # noqa: F401
-    bool_, cuda_is_available, default_device, double, float, float16, float32, float64, half,
-    int8, int16, int32, int64, long, manual_seed, set_default_device, uint8,
+    bool_, cuda_is_available, default_device, float16, float32, float64, int8, int16, int32,
+    int64, manual_seed, set_default_device, uint8,
 )
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 from .ops import *  # noqa: F401,F403
@@ -22,6 +22,9 @@ from .tensor import (  # noqa: F401
     zeros_like,
 )
 
-bool = bool_  # noqa: A001  (tensorgrad.bool, like torch.bool)
+# torch's aliases: tensorgrad.float is float32, tensorgrad.long is int64, ...
+bool = bool_  # noqa: A001
+float, double, half = float32, float64, float16  # noqa: A001
+int, long = int32, int64  # noqa: A001
 
 __version__ = "0.1.0"

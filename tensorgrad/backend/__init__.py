@@ -11,13 +11,13 @@ import numpy
 from .numpy_backend import NumpyBackend
 
 # dtypes are numpy dtype objects; CuPy uses the same ones.
-float16 = half = numpy.dtype("float16")
-float32 = float = numpy.dtype("float32")
-float64 = double = numpy.dtype("float64")
+float16 = numpy.dtype("float16")
+float32 = numpy.dtype("float32")
+float64 = numpy.dtype("float64")
 int8 = numpy.dtype("int8")
 int16 = numpy.dtype("int16")
-int32 = int = numpy.dtype("int32")
-int64 = long = numpy.dtype("int64")
+int32 = numpy.dtype("int32")
+int64 = numpy.dtype("int64")
 uint8 = numpy.dtype("uint8")
 bool_ = numpy.dtype("bool")
 
