@@ -14,6 +14,7 @@ from .backend import (  # noqa: F401
     int64, manual_seed, set_default_device, uint8,
 )
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
+from . import viz  # noqa: F401  (graph pictures; graphviz is imported only when drawing)
 from .ops import *  # noqa: F401,F403
 from .ops import abs, all, any, max, min, pow, round, sum  # noqa: F401  (shadow builtins on purpose)
 from .tensor import (  # noqa: F401
