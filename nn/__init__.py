@@ -1,1 +1,16 @@
-"""tensorgrad.nn: modules, layers, functional forms, initialisation, optimizers, checkpoints."""
+"""tensorgrad.nn: modules, layers, functional forms, initialisation, optimizers, checkpoints.
+
+    from tensorgrad import nn
+    import tensorgrad.nn.functional as F
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    opt = nn.optim.AdamW(model.parameters(), lr=1e-3)
+    nn.save({"model": model.state_dict(), "optim": opt.state_dict()}, "ckpt.safetensors")
+"""
+from . import functional, init, optim, utils  # noqa: F401
+from .checkpoint import CheckpointError, load, save  # noqa: F401
+from .containers import ModuleDict, ModuleList, Sequential  # noqa: F401
+from .layers import (  # noqa: F401
+    GELU, Dropout, Embedding, Identity, LayerNorm, Linear, ReLU, RMSNorm, SiLU, Softmax, Tanh,
+)
+from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss  # noqa: F401
+from .module import Module, Parameter, RemovableHandle  # noqa: F401

@@ -59,3 +59,7 @@ class NumpyBackend:
         value = getattr(self.xp, name)
         setattr(self, name, value)
         return value
+
+    def __deepcopy__(self, memo):
+        # A backend is a process-wide singleton per device: copies of tensors share it.
+        return self

@@ -1,0 +1,134 @@
+"""Containers: Sequential, ModuleList, ModuleDict. Children are registered under their index or
+key, so `blocks.3.attn` in a state_dict is `model.blocks[3].attn` in code."""
+from collections import OrderedDict
+
+from .module import Module
+
+
+class Sequential(Module):
+    """Calls its children in order, each on the previous one's output.
+
+    Sequential(a, b, c) names them '0', '1', '2'; Sequential(OrderedDict(name=module)) keeps names.
+    """
+
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, module in modules[0].items():
+                self.add_module(name, module)
+        else:
+            for i, module in enumerate(modules):
+                self.add_module(str(i), module)
+
+    def forward(self, x):
+        for module in self._modules.values():
+            x = module(x)
+        return x
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return Sequential(OrderedDict(list(self._modules.items())[index]))
+        return list(self._modules.values())[_check_index(index, len(self), "Sequential")]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+
+class ModuleList(Module):
+    """A list of modules, registered as '0', '1', ...; indexing, iteration, append, extend."""
+
+    def __init__(self, modules=()):
+        super().__init__()
+        self.extend(modules)
+
+    def __getitem__(self, index):
+        modules = list(self._modules.values())
+        if isinstance(index, slice):
+            return ModuleList(modules[index])
+        return modules[_check_index(index, len(self), "ModuleList")]
+
+    def __setitem__(self, index, module):
+        self.add_module(str(_check_index(index, len(self), "ModuleList")), module)
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index, module):
+        modules = list(self._modules.values())
+        modules.insert(index, module)
+        self._modules.clear()
+        self.extend(modules)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleList has no forward; iterate over it and call each module")
+
+
+class ModuleDict(Module):
+    """A dict of modules registered under their (string) keys, in insertion order."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        if key not in self._modules:
+            raise KeyError(f"ModuleDict has no key {key!r}; keys are {list(self._modules)}")
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def update(self, modules):
+        items = modules.items() if hasattr(modules, "items") else modules
+        for key, module in items:
+            self[key] = module
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleDict has no forward; look a module up and call it")
+
+
+def _check_index(index, length, what):
+    if not -length <= index < length:
+        raise IndexError(f"{what} index {index} is out of range for length {length}")
+    return index % length

@@ -1,0 +1,154 @@
+"""Learning-rate schedules. Each multiplies every group's initial lr by a factor of the step
+count and writes the result into group["lr"], so it works with any optimizer.
+
+PyTorch's convention: constructing a scheduler applies step 0; call `scheduler.step()` after
+each `optimizer.step()`. `last_epoch` counts the scheduler steps taken, and the lr it sets is
+the one the next optimizer step uses.
+"""
+import math
+
+
+class LRScheduler:
+    """Base class: subclasses define factor(step) -> multiplier of the initial lr."""
+
+    def __init__(self, optimizer, last_epoch=-1):
+        self.optimizer = optimizer
+        for group in optimizer.param_groups:
+            if last_epoch == -1:
+                group.setdefault("initial_lr", group["lr"])
+            elif "initial_lr" not in group:
+                raise KeyError(f"{type(self).__name__}: resuming at last_epoch={last_epoch} "
+                               "needs 'initial_lr' in every parameter group")
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self.step()
+
+    def factor(self, step):
+        raise NotImplementedError
+
+    def get_lr(self):
+        return [base * self._factor(i, self.last_epoch) for i, base in enumerate(self.base_lrs)]
+
+    def _factor(self, group_index, step):
+        return self.factor(step)
+
+    def step(self):
+        self.last_epoch += 1
+        self._apply(self.get_lr())
+
+    def _apply(self, lrs):
+        for group, lr in zip(self.optimizer.param_groups, lrs):
+            group["lr"] = lr
+        self._last_lr = list(lrs)
+
+    def get_last_lr(self):
+        """The learning rates the last step() set, one per group."""
+        return list(self._last_lr)
+
+    def state_dict(self):
+        """Numbers only (functions are not saved): last_epoch, base_lrs, the settings."""
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer" and not callable(v)
+                and not (isinstance(v, list) and any(callable(x) for x in v))}
+
+    def load_state_dict(self, state_dict):
+        """Restore the schedule's position and re-apply its lr, so resuming does not depend on
+        whether the optimizer's state was loaded before or after the scheduler was built."""
+        self.__dict__.update(state_dict)
+        self._apply(self._last_lr)
+
+
+class LambdaLR(LRScheduler):
+    """lr = initial_lr * lr_lambda(last_epoch); a list gives one function per group."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        groups = len(optimizer.param_groups)
+        lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * groups
+        if len(lambdas) != groups:
+            raise ValueError(f"LambdaLR: got {len(lambdas)} lr_lambdas for {groups} parameter "
+                             "groups")
+        self.lr_lambdas = lambdas
+        super().__init__(optimizer, last_epoch)
+
+    def _factor(self, group_index, step):
+        return self.lr_lambdas[group_index](step)
+
+
+def _check_warmup(name, warmup_steps, total_steps=None):
+    if warmup_steps < 0:
+        raise ValueError(f"{name}: warmup_steps must be >= 0, got {warmup_steps}")
+    if total_steps is not None and total_steps <= warmup_steps:
+        raise ValueError(f"{name}: total_steps ({total_steps}) must exceed warmup_steps "
+                         f"({warmup_steps})")
+
+
+def _warmup(step, warmup_steps):
+    """Linear warmup: (step + 1) / warmup_steps, so the first update already moves and update
+    number warmup_steps uses the full lr (torch's LinearLR(1/w, 1, total_iters=w-1))."""
+    return (step + 1) / warmup_steps
+
+
+class WarmupConstantLR(LRScheduler):
+    """Linear warmup over warmup_steps, then the initial lr (warmup_steps=0: constant)."""
+
+    def __init__(self, optimizer, warmup_steps=0, last_epoch=-1):
+        _check_warmup("WarmupConstantLR", warmup_steps)
+        self.warmup_steps = warmup_steps
+        super().__init__(optimizer, last_epoch)
+
+    def factor(self, step):
+        return _warmup(step, self.warmup_steps) if step < self.warmup_steps else 1.0
+
+
+class WarmupLinearLR(LRScheduler):
+    """Linear warmup, then a straight line from the initial lr at step warmup_steps down to
+    min_lr_ratio * initial lr at total_steps, where it stays (BERT's schedule)."""
+
+    def __init__(self, optimizer, warmup_steps, total_steps, min_lr_ratio=0.0, last_epoch=-1):
+        _check_warmup("WarmupLinearLR", warmup_steps, total_steps)
+        self.warmup_steps, self.total_steps = warmup_steps, total_steps
+        self.min_lr_ratio = min_lr_ratio
+        super().__init__(optimizer, last_epoch)
+
+    def factor(self, step):
+        if step < self.warmup_steps:
+            return _warmup(step, self.warmup_steps)
+        progress = min(1.0, (step - self.warmup_steps) / (self.total_steps - self.warmup_steps))
+        return 1.0 - (1.0 - self.min_lr_ratio) * progress
+
+
+class WarmupCosineLR(LRScheduler):
+    """Linear warmup, then half a cosine from the initial lr at step warmup_steps down to
+    min_lr_ratio * initial lr at total_steps, where it stays (GPT-style training)."""
+
+    def __init__(self, optimizer, warmup_steps, total_steps, min_lr_ratio=0.0, last_epoch=-1):
+        _check_warmup("WarmupCosineLR", warmup_steps, total_steps)
+        self.warmup_steps, self.total_steps = warmup_steps, total_steps
+        self.min_lr_ratio = min_lr_ratio
+        super().__init__(optimizer, last_epoch)
+
+    def factor(self, step):
+        if step < self.warmup_steps:
+            return _warmup(step, self.warmup_steps)
+        progress = min(1.0, (step - self.warmup_steps) / (self.total_steps - self.warmup_steps))
+        cosine = 0.5 * (1.0 + math.cos(math.pi * progress))
+        return self.min_lr_ratio + (1.0 - self.min_lr_ratio) * cosine
+
+
+class WarmupInverseSqrtLR(LRScheduler):
+    """The original Transformer's schedule (Vaswani et al., 2017, eq. 3), with n = step + 1:
+        factor = d_model^-0.5 * min(n^-0.5, n * warmup_steps^-1.5)
+    a linear rise for warmup_steps updates, then decay as 1/sqrt(n); the optimizer's lr scales
+    it (the paper's lr is 1). Without d_model the factor is normalised to peak at 1, so the
+    optimizer's lr is the peak lr."""
+
+    def __init__(self, optimizer, warmup_steps, d_model=None, last_epoch=-1):
+        _check_warmup("WarmupInverseSqrtLR", warmup_steps)
+        if warmup_steps == 0:
+            raise ValueError("WarmupInverseSqrtLR: warmup_steps must be > 0")
+        self.warmup_steps, self.d_model = warmup_steps, d_model
+        super().__init__(optimizer, last_epoch)
+
+    def factor(self, step):
+        n = step + 1
+        scale = self.d_model ** -0.5 if self.d_model else self.warmup_steps ** 0.5
+        return scale * min(n ** -0.5, n * self.warmup_steps ** -1.5)
