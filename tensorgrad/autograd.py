@@ -27,6 +27,10 @@ class _GradMode(contextlib.ContextDecorator):
     def __init__(self, enabled):
         self.enabled = enabled
 
+    def _recreate_cm(self):
+        # One switch per decorated call: a shared one would let recursion overwrite `previous`.
+        return _GradMode(self.enabled)
+
     def __enter__(self):
         global _grad_enabled
         self.previous, _grad_enabled = _grad_enabled, self.enabled
@@ -46,8 +50,20 @@ def enable_grad():
     return _GradMode(True)
 
 
-def set_grad_enabled(mode):
-    return _GradMode(bool(mode))
+class set_grad_enabled(_GradMode):
+    """Switch grad mode at once when called, as in PyTorch; `with` restores it at the end."""
+
+    def __init__(self, mode):
+        global _grad_enabled
+        super().__init__(bool(mode))
+        self.previous, _grad_enabled = _grad_enabled, self.enabled
+
+    def __enter__(self):
+        pass  # the call already switched
+
+    def __call__(self, fn):
+        self.__exit__()  # as a decorator: undo the switch made when decorating
+        return super().__call__(fn)
 
 
 @contextlib.contextmanager
@@ -74,14 +90,18 @@ def current_scope():
 
 
 @contextlib.contextmanager
-def detect_anomaly():
-    """Raise at the first op (forward) or VJP (backward) whose output holds NaN or Inf."""
+def _anomaly_mode(enabled):
     global _anomaly
-    previous, _anomaly = _anomaly, True
+    previous, _anomaly = _anomaly, enabled
     try:
         yield
     finally:
         _anomaly = previous
+
+
+def detect_anomaly():
+    """Raise at the first op (forward) or VJP (backward) whose output holds NaN or Inf."""
+    return _anomaly_mode(True)
 
 
 def _check_finite(array, backend, what):
@@ -141,6 +161,8 @@ class Primitive:
             out = self.forward(backend, *datas, **attrs)
         except (ValueError, TypeError, IndexError) as exc:
             raise _library_error(self.name, exc, datas) from None
+        if not out.shape and backend.isscalar(out):  # NumPy reductions return scalars, not arrays
+            out = backend.asarray(out)
         if _anomaly:
             _check_finite(out, backend, f"op '{self.name}'{_where()} in forward")
         if not (needs_grad and _grad_enabled and self.differentiable):
@@ -307,7 +329,10 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None)
         grads[key] = grad if key not in grads else grads[key] + grad
         roots.append(out._node)
 
-    with _GradMode(create_graph):
+    check = _anomaly
+    # Inside a VJP the forward check is off: a NaN there is reported below, as the gradient of
+    # the op being differentiated rather than as the forward of some op inside its VJP.
+    with _GradMode(create_graph), _anomaly_mode(False):
         for node in _topological_order(roots):
             grad = grads.pop(id(node), None)
             if grad is None:
@@ -328,7 +353,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None)
                     g = sum_to(g, shape)
                 if g.dtype != dtype:
                     g = g.to(dtype)
-                if _anomaly:
+                if check:
                     _check_finite(g.data, g._backend,
                                   f"the gradient of op '{node.prim.name}'{_node_where(node)}")
                 if type(parent) is Node:
@@ -352,7 +377,9 @@ def _deliver(leaf, grad, captured, wanted, create_graph):
         return
     if not create_graph:
         grad = grad.detach()
-    leaf.grad = grad if leaf.grad is None else leaf.grad + grad
+    # The leaf owns its .grad: the incoming gradient may be a read-only broadcast view or shared
+    # with other leaves, and optimizers update .grad in place.
+    leaf.grad = grad.clone() if leaf.grad is None else leaf.grad + grad
 
 
 def backward(tensor, gradient=None, retain_graph=None, create_graph=False):

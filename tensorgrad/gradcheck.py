@@ -81,8 +81,8 @@ def gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
                                 False, None, None) for o in outputs)
 
     def first_derivative(*xs):
-        outs = [o for o in _as_tuple(fn(*xs)) if o.requires_grad]
-        grads = _grad(outs, [xs[i] for i in wanted], list(probes[:len(outs)]),
+        pairs = [(o, p) for o, p in zip(_as_tuple(fn(*xs)), probes) if o.requires_grad]
+        grads = _grad([o for o, _ in pairs], [xs[i] for i in wanted], [p for _, p in pairs],
                       create_graph=True, allow_unused=True)
         return tuple(g if g is not None else xs[i] * 0.0 for g, i in zip(grads, wanted))
 

@@ -193,9 +193,15 @@ class Tensor:
 
     # --- in-place updates (optimizers, init, masking) --------------------------------------
     def _inplace(self, op_name):
-        if self.requires_grad and self._node is None and _autograd.is_grad_enabled():
-            raise RuntimeError(f"{op_name}: a leaf tensor that requires grad is being modified in "
-                               "place while grad mode is on; wrap the update in no_grad()")
+        if self.requires_grad and _autograd.is_grad_enabled():
+            if self._node is None:
+                raise RuntimeError(f"{op_name}: a leaf tensor that requires grad is being modified "
+                                   "in place while grad mode is on; wrap the update in no_grad()")
+            # Autograd records no in-place ops: going on would silently give wrong gradients.
+            raise RuntimeError(f"{op_name}: in-place update of a tensor made by "
+                               f"'{self._node.prim.name}' that requires grad; autograd does not "
+                               "record in-place ops, use an out-of-place op (where, masked_fill, "
+                               "cat) instead")
         self._version[0] += 1
 
     def _operand(self, value):
@@ -398,12 +404,15 @@ def attach_methods(ops):
 # Creation functions
 # --------------------------------------------------------------------------------------------
 def _infer_dtype(data):
-    """torch.tensor's rules: Python floats -> float32, ints -> int64, bools -> bool."""
+    """torch.tensor's rules: Python floats -> float32, ints -> int64, bools -> bool. None when
+    the data holds arrays, NumPy scalars or Tensors: the backend keeps their dtype."""
     item = data
     while isinstance(item, (list, tuple)):
         if not item:
             return _backends.float32
         kinds = {_scalar_kind(x) for x in _flatten(item)}
+        if None in kinds:
+            return None
         return (_backends.float32 if "f" in kinds else
                 _backends.int64 if "i" in kinds else _backends.bool_)
     kind = _scalar_kind(item)
@@ -446,13 +455,17 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flatten(data)):
             data = [_host_value(x) for x in data]
         host_dtype = dtype if dtype is not None else _infer_dtype(data)
-        array = backend.from_host(data) if host_dtype is None else backend.asarray(
-            backend.from_host(data), dtype=host_dtype)
+        try:
+            array = backend.from_host(data) if host_dtype is None else backend.asarray(
+                backend.from_host(data), dtype=host_dtype)
+        except ValueError as exc:  # ragged nested lists
+            raise ValueError(f"tensor(): cannot make a tensor from this {type(data).__name__}: "
+                             f"{exc}") from None
         if array is data:
             array = array.copy()
-        if array.dtype == object:
+        if array.dtype.kind not in "biufc":
             raise TypeError(f"tensor(): cannot make a tensor from {type(data).__name__} "
-                            "(ragged lists or non-numeric values?)")
+                            f"holding {array.dtype} values; expected numbers or bools")
     t = Tensor._wrap(array, backend, False, None, None)
     if requires_grad:
         t.requires_grad_(True)

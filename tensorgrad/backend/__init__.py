@@ -70,7 +70,11 @@ def get_backend(device=None):
         if device == "cpu":
             backend = NumpyBackend()
         else:
-            from .cupy_backend import CupyBackend
+            try:
+                from .cupy_backend import CupyBackend
+            except ImportError as exc:
+                raise RuntimeError(f"device {device!r} needs CuPy and an NVIDIA GPU ({exc}); "
+                                   "install tensorgrad[cuda12] or use device='cpu'") from None
             backend = CupyBackend(int(device[5:]))
         if _seed is not None:
             backend.seed(_seed)

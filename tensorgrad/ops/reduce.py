@@ -139,17 +139,20 @@ def _argmin(xp, x, dim, keepdim):
     return xp.argmin(x, axis=dim, keepdims=keepdim).astype("int64")
 
 
+def _arg_extreme(prim, x, dim, keepdim):
+    if dim is None:  # over the flattened tensor; keepdim leaves every dimension at size 1
+        out = prim(x.reshape(-1), dim=0, keepdim=False)
+        return out.reshape((1,) * x.ndim) if keepdim else out
+    return prim(x, dim=normalize_dim(dim, x.ndim, prim.name), keepdim=keepdim)
+
+
 def argmax(x, dim=None, keepdim=False):
     """Index of the largest value (of the flattened tensor when dim is None), as int64."""
-    if dim is None:
-        return _argmax(x.reshape(-1), dim=0, keepdim=False)
-    return _argmax(x, dim=normalize_dim(dim, x.ndim, "argmax"), keepdim=keepdim)
+    return _arg_extreme(_argmax, x, dim, keepdim)
 
 
 def argmin(x, dim=None, keepdim=False):
-    if dim is None:
-        return _argmin(x.reshape(-1), dim=0, keepdim=False)
-    return _argmin(x, dim=normalize_dim(dim, x.ndim, "argmin"), keepdim=keepdim)
+    return _arg_extreme(_argmin, x, dim, keepdim)
 
 
 def logsumexp(x, dim, keepdim=False):
