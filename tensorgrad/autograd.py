@@ -121,16 +121,26 @@ class Primitive:
     """One differentiable operation: forward on arrays, VJP on Tensors.
 
     saves: indices of the inputs the VJP reads ("all" for every one); saves_out: whether it
-    reads the output.
-    Everything else is dropped as soon as the forward returns, so the graph holds no more
-    memory than the gradients need.
+    reads the output. Everything else is dropped as soon as the forward returns, so the graph
+    holds no more memory than the gradients need.
+
+    saves_extra: the forward returns (output, extra) and `ctx.extra` hands `extra` (statistics
+    such as a layer norm's mean and 1/std) to the VJP, so it need not recompute them.
+
+    composite: the same function written in tensorgrad ops. A fused primitive whose VJP works on
+    raw arrays for speed names its composite; when the backward is itself being recorded
+    (create_graph=True) the engine differentiates the composite instead, so gradients of
+    gradients stay exact without a second hand-written rule.
     """
 
-    def __init__(self, name, forward, saves=(), saves_out=False, differentiable=True, view=False):
+    def __init__(self, name, forward, saves=(), saves_out=False, saves_extra=False,
+                 composite=None, differentiable=True, view=False):
         self.name = name
         self.forward = forward
         self.saves = saves if saves == "all" else tuple(saves)
         self.saves_out = saves_out
+        self.saves_extra = saves_extra
+        self.composite = composite
         self.differentiable = differentiable
         self.view = view
         self.vjp = None
@@ -161,6 +171,8 @@ class Primitive:
             out = self.forward(backend, *datas, **attrs)
         except (ValueError, TypeError, IndexError) as exc:
             raise _library_error(self.name, exc, datas) from None
+        if self.saves_extra:
+            out, extra = out
         if not out.shape and backend.isscalar(out):  # NumPy reductions return scalars, not arrays
             out = backend.asarray(out)
         if _anomaly:
@@ -169,6 +181,8 @@ class Primitive:
             return Tensor._wrap(out, backend, False, None,
                                 args[0]._version if self.view else None)
         node = Node(self, args, attrs, out if self.saves_out else None, backend)
+        if self.saves_extra:
+            node.extra = extra
         return Tensor._wrap(out, backend, True, node, args[0]._version if self.view else None)
 
     def __repr__(self):
@@ -203,11 +217,12 @@ class Node:
     """A recorded application of a primitive; it is also the `ctx` a VJP rule receives."""
 
     __slots__ = ("prim", "parents", "saved", "versions", "attrs", "scope", "in_shapes",
-                 "in_dtypes", "out_data", "needs_grad", "backend", "__weakref__")
+                 "in_dtypes", "out_data", "needs_grad", "backend", "extra", "__weakref__")
 
     def __init__(self, prim, args, attrs, out_data, backend):
         self.prim = prim
         self.backend = backend
+        self.extra = None
         self.attrs = attrs
         self.scope = _scope
         self.out_data = out_data
@@ -256,6 +271,7 @@ class Node:
         self.parents = None
         self.saved = None
         self.out_data = None
+        self.extra = None
 
     def __repr__(self):
         return f"<Node {self.prim.name}{_node_where(self)}>"
@@ -274,8 +290,9 @@ def _freed_message(node):
 # ----------------------------------------------------------------------------------------------
 # Backward
 # ----------------------------------------------------------------------------------------------
-def _topological_order(roots):
-    """Nodes reachable from `roots`, every node after all the nodes that consume it."""
+def _topological_order(roots, stop=()):
+    """Nodes reachable from `roots`, every node after all the nodes that consume it; the walk
+    does not go past nodes whose id is in `stop`."""
     order, visited = [], set()
     stack = [(node, False) for node in roots]
     while stack:
@@ -289,6 +306,8 @@ def _topological_order(roots):
         if node.parents is None:
             raise RuntimeError(_freed_message(node))
         stack.append((node, True))
+        if id(node) in stop:
+            continue
         for parent in node.parents:
             if type(parent) is Node and id(parent) not in visited:
                 stack.append((parent, False))
@@ -308,9 +327,11 @@ def sum_to(grad, shape):
     return grad.reshape(shape) if grad.shape != shape else grad
 
 
-def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None):
+def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
+                 partial=False):
     """Propagate gradients from `outputs`. With `inputs`, return their gradients instead of
-    accumulating into leaves' `.grad`."""
+    accumulating into leaves' `.grad`; with `partial` too, treat the inputs as independent
+    (stop at them rather than following their own history)."""
     grads = {}
     roots = []
     captured = {} if inputs is not None else None
@@ -333,16 +354,21 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None)
     # Inside a VJP the forward check is off: a NaN there is reported below, as the gradient of
     # the op being differentiated rather than as the forward of some op inside its VJP.
     with _GradMode(create_graph), _anomaly_mode(False):
-        for node in _topological_order(roots):
+        for node in _topological_order(roots, wanted if partial else ()):
             grad = grads.pop(id(node), None)
             if grad is None:
                 continue
             if captured is not None and id(node) in wanted:
                 for i in wanted[id(node)]:
                     captured[i] = grad
+                if partial:
+                    continue
             if node.prim.vjp is None:
                 raise RuntimeError(f"{node.prim.name} has no gradient rule")
-            in_grads = node.prim.vjp(node, grad)
+            if create_graph and node.prim.composite is not None:
+                in_grads = _composite_vjp(node, grad)
+            else:
+                in_grads = node.prim.vjp(node, grad)
             if not isinstance(in_grads, tuple):
                 in_grads = (in_grads,)
             for parent, g, shape, dtype in zip(node.parents, in_grads, node.in_shapes,
@@ -367,6 +393,17 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None)
     if captured is not None:
         return [captured.get(i) for i in range(len(inputs))]
     return None
+
+
+def _composite_vjp(node, grad):
+    """The VJP of a fused primitive obtained by differentiating its composite (create_graph
+    only): every op is recorded, so the result can be differentiated again."""
+    inputs = node.inputs
+    with _GradMode(True):
+        out = node.prim.composite(*inputs, **node.attrs)
+    wanted = [t for t, need in zip(inputs, node.needs_grad) if need]
+    grads = iter(run_backward([out], [grad], True, True, wanted, partial=True))
+    return tuple(next(grads) if need else None for need in node.needs_grad)
 
 
 def _deliver(leaf, grad, captured, wanted, create_graph):

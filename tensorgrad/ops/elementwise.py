@@ -262,14 +262,59 @@ def rsqrt(x):
     return sqrt(x).reciprocal()
 
 
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_GELU_CUBIC = 0.044715
+
+
+def _gelu_composite(x, approximate):
+    if approximate == "tanh":
+        return 0.5 * x * (1.0 + tanh(_SQRT_2_OVER_PI * (x + _GELU_CUBIC * x * x * x)))
+    return 0.5 * x * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))
+
+
+# Fused: the composite is 6-8 elementwise ops and as many again in backward (benchmarks/
+# gpt_step); here the forward is in-place passes over one buffer and the VJP one expression.
+@primitive("gelu", saves=(0,), composite=_gelu_composite)
+def _gelu(xp, x, approximate):
+    y = xp.empty_like(x)  # an array even for 0-d x, so the passes below work in place
+    if approximate == "tanh":
+        xp.multiply(x, x, out=y)
+        y *= _GELU_CUBIC
+        y += 1.0
+        y *= x
+        y *= _SQRT_2_OVER_PI
+        xp.tanh(y, out=y)
+    else:
+        y[...] = xp.erf(x * (1.0 / math.sqrt(2.0)))
+    y += 1.0
+    y *= x
+    y *= 0.5
+    return y
+
+
+@_gelu.defvjp
+def _gelu_vjp(ctx, g):
+    x, = ctx.inputs
+    xp, x = x._backend, x.data
+    if ctx.attrs["approximate"] == "tanh":
+        # d/dx 0.5 x (1 + tanh u) = 0.5 (1 + t) + 0.5 x (1 - t^2) u',  u = c (x + 0.044715 x^3)
+        x2 = x * x
+        t = xp.tanh(_SQRT_2_OVER_PI * x * (1.0 + _GELU_CUBIC * x2))
+        du = _SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_CUBIC * x2)
+        slope = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du
+    else:
+        # d/dx x Phi(x) = Phi(x) + x phi(x)
+        slope = 0.5 * (1.0 + xp.erf(x * (1.0 / math.sqrt(2.0))))
+        slope += x * xp.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
+    return Tensor._wrap(xp.asarray(slope * g.data), ctx.backend, False, None, None)
+
+
 def gelu(x, approximate="none"):
     """GELU: x * Phi(x). approximate='tanh' is GPT-2's tanh approximation."""
-    if approximate == "tanh":
-        inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
-        return 0.5 * x * (1.0 + tanh(inner))
-    if approximate != "none":
+    if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return 0.5 * x * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))
+    require_float(x, "gelu")
+    return _gelu(x, approximate=approximate)
 
 
 def silu(x):

@@ -1,9 +1,10 @@
 """Fused, numerically stable primitives: softmax, log_softmax, cross_entropy, layer_norm, rms_norm.
 
 Each exists as a primitive because its composite form either overflows (exp of large logits) or
-makes several extra passes over memory; the composite versions stay in the tests as oracles.
-VJPs are still written in tensorgrad ops, recomputing what they need from the saved input, so
-they can be differentiated again.
+makes several extra passes over memory. softmax, log_softmax and cross_entropy have VJPs in
+tensorgrad ops. layer_norm and rms_norm compute their first-order gradient on arrays, from
+statistics the forward kept (benchmarks/: the op-by-op VJP cost a GPT-mini step more than its
+matmuls); they name their composite, which the engine differentiates under create_graph.
 """
 from ..autograd import primitive
 from ..tensor import Tensor
@@ -168,32 +169,48 @@ def _soft_cross_entropy(input, target, weight, reduction, label_smoothing):
 
 
 # --- normalisation ----------------------------------------------------------------------------
-@primitive("layer_norm", saves=(0, 1))
-def _layer_norm(xp, x, weight, bias, dims, eps):
-    centered = x - x.mean(axis=dims, keepdims=True)
-    rstd = 1.0 / xp.sqrt((centered * centered).mean(axis=dims, keepdims=True) + eps)
-    y = centered * rstd
+# The forwards keep their statistics (mean and 1/std per row) for the VJP, which computes the
+# first-order gradient on arrays in a few passes; higher orders come from the composites.
+def _layer_norm_composite(x, weight, bias, dims, eps):
+    centered = x - x.mean(dims, keepdim=True)
+    y = centered * rsqrt((centered * centered).mean(dims, keepdim=True) + eps)
     if weight is not None:
         y = y * weight
+    return y + bias if bias is not None else y
+
+
+@primitive("layer_norm", saves="all", saves_extra=True, composite=_layer_norm_composite)
+def _layer_norm(xp, x, weight, bias, dims, eps):
+    mean = x.mean(axis=dims, keepdims=True)
+    y = x - mean
+    rstd = 1.0 / xp.sqrt((y * y).mean(axis=dims, keepdims=True) + eps)
+    y *= rstd
+    if weight is not None:
+        y *= weight
     if bias is not None:
-        y = y + bias
-    return y
+        y += bias
+    return y, (mean, rstd)
 
 
 @_layer_norm.defvjp
 def _layer_norm_vjp(ctx, g):
-    x, weight = ctx.inputs
-    dims, eps = ctx.attrs["dims"], ctx.attrs["eps"]
-    centered = x - x.mean(dims, keepdim=True)
-    rstd = rsqrt((centered * centered).mean(dims, keepdim=True) + eps)
-    xhat = centered * rstd
-    gx = None
-    if ctx.needs_grad[0]:
-        gxhat = g * weight if weight is not None else g
-        gx = rstd * (gxhat - gxhat.mean(dims, keepdim=True)
-                     - xhat * (gxhat * xhat).mean(dims, keepdim=True))
-    gw = g * xhat if ctx.needs_grad[1] else None
-    return gx, gw, (g if ctx.needs_grad[2] else None)
+    x, weight, bias = ctx.inputs
+    mean, rstd = ctx.extra
+    dims = ctx.attrs["dims"]
+    xhat = (x.data - mean) * rstd
+    gy = g.data
+    gxhat = gy * weight.data if weight is not None else gy
+    gx = gxhat - gxhat.mean(axis=dims, keepdims=True)
+    gx -= xhat * (gxhat * xhat).mean(axis=dims, keepdims=True)
+    gx *= rstd
+    rows = tuple(range(x.ndim - len(dims)))  # the dims weight and bias are shared over
+    return (_array(gx, x),
+            _array((gy * xhat).sum(axis=rows), x) if ctx.needs_grad[1] else None,
+            _array(gy.sum(axis=rows), x) if ctx.needs_grad[2] else None)
+
+
+def _array(data, like):
+    return Tensor._wrap(data, like._backend, False, None, None)
 
 
 def _norm_dims(x, normalized_shape, weight, bias, op):
@@ -214,23 +231,31 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     return _layer_norm(x, weight, bias, dims=dims, eps=eps)
 
 
-@primitive("rms_norm", saves=(0, 1))
-def _rms_norm(xp, x, weight, dims, eps):
-    y = x / xp.sqrt((x * x).mean(axis=dims, keepdims=True) + eps)
+def _rms_norm_composite(x, weight, dims, eps):
+    y = x * rsqrt((x * x).mean(dims, keepdim=True) + eps)
     return y * weight if weight is not None else y
+
+
+@primitive("rms_norm", saves="all", saves_extra=True, composite=_rms_norm_composite)
+def _rms_norm(xp, x, weight, dims, eps):
+    rstd = 1.0 / xp.sqrt((x * x).mean(axis=dims, keepdims=True) + eps)
+    y = x * rstd
+    if weight is not None:
+        y *= weight
+    return y, rstd
 
 
 @_rms_norm.defvjp
 def _rms_norm_vjp(ctx, g):
     x, weight = ctx.inputs
-    dims, eps = ctx.attrs["dims"], ctx.attrs["eps"]
-    rstd = rsqrt((x * x).mean(dims, keepdim=True) + eps)
-    xhat = x * rstd
-    gx = None
-    if ctx.needs_grad[0]:
-        gxhat = g * weight if weight is not None else g
-        gx = rstd * (gxhat - xhat * (gxhat * xhat).mean(dims, keepdim=True))
-    return gx, (g * xhat if ctx.needs_grad[1] else None)
+    rstd, dims = ctx.extra, ctx.attrs["dims"]
+    xhat = x.data * rstd
+    gy = g.data
+    gxhat = gy * weight.data if weight is not None else gy
+    gx = gxhat - xhat * (gxhat * xhat).mean(axis=dims, keepdims=True)
+    gx *= rstd
+    rows = tuple(range(x.ndim - len(dims)))
+    return _array(gx, x), (_array((gy * xhat).sum(axis=rows), x) if ctx.needs_grad[1] else None)
 
 
 def rms_norm(x, normalized_shape, weight=None, eps=None):

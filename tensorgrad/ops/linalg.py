@@ -26,9 +26,12 @@ def _matmul_vjp(ctx, g):
         if a.ndim == 1:
             ga = ga.squeeze(-2)
     if ctx.needs_grad[1]:
-        gb = a2.mT @ g2  # (..., k, m) @ (..., m, n) -> (..., k, n)
-        if b.ndim == 1:
-            gb = gb.squeeze(-1)
+        if b.ndim == 2 and a.ndim > 2:  # a shared weight: one (k, B*m) @ (B*m, n) product
+            gb = a.reshape(-1, a.shape[-1]).mT @ g2.reshape(-1, g2.shape[-1])
+        else:
+            gb = a2.mT @ g2  # (..., k, m) @ (..., m, n) -> (..., k, n)
+            if b.ndim == 1:
+                gb = gb.squeeze(-1)
     return ga, gb
 
 

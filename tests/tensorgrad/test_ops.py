@@ -7,6 +7,7 @@ in `tg.PRIMITIVES` has no case, so a new primitive cannot land untested.
 """
 from collections import namedtuple
 
+import math
 import numpy as np
 import pytest
 
@@ -88,12 +89,13 @@ CASES = [
     case("sin", lambda a: a.sin(), (2, 3)),
     case("cos", lambda a: a.cos(), (2, 3)),
     case("tanh", lambda a: a.tanh(), (2, 3)),
-    case("tanh", lambda a: tg.gelu(a, approximate="tanh"), (2, 3)),
+    case("gelu", lambda a: tg.gelu(a, approximate="tanh"), (2, 3)),
     case("sigmoid", lambda a: a.sigmoid(), (2, 3)),
     case("sigmoid", lambda a: tg.silu(a), (2, 3)),
     case("relu", lambda a: a.relu(), apart(2, 3)),
     case("erf", lambda a: a.erf(), (2, 3)),
-    case("erf", lambda a: tg.gelu(a), (2, 3)),
+    case("gelu", lambda a: tg.gelu(a), (2, 3)),
+    case("gelu", lambda a: tg.gelu(a * 4.0), (3, 4)),
     # selections: a tie is a kink, so tie cases stop at first order
     case("maximum", lambda a, b: tg.maximum(a, b), (2, 3), (3,)),
     case("minimum", lambda a, b: tg.minimum(a, b), (2, 1), (1, 3)),
@@ -378,6 +380,9 @@ FUSED = [
     ("layer_norm", lambda x: tg.layer_norm(x, 4, WEIGHT4, BIAS4),
      lambda x: (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True, correction=0)
                                                  + 1e-5).sqrt() * WEIGHT4 + BIAS4, (3, 4)),
+    ("gelu", lambda x: tg.gelu(x, approximate="tanh"),
+     lambda x: 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)).tanh()), (3, 4)),
+    ("gelu", lambda x: tg.gelu(x), lambda x: 0.5 * x * (1 + (x / math.sqrt(2)).erf()), (3, 4)),
     ("rms_norm", lambda x: tg.rms_norm(x, 4, WEIGHT4, eps=1e-6),
      lambda x: x / ((x * x).mean(-1, keepdim=True) + 1e-6).sqrt() * WEIGHT4, (3, 4)),
 ]
