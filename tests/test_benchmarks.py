@@ -1,0 +1,179 @@
+"""The benchmark harness (benchmarks/): the NumPy floor's hand-derived gradients are right, the
+three GPT-minis compute the same function, and run.py runs end to end on toy sizes."""
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tensorgrad as tg
+from benchmarks import numpy_floor, run, workloads
+from tensorgrad.models import GPT, GPTConfig
+from tensorgrad.models.gpt import hf_names
+
+ROOT = run.ROOT
+TINY = dict(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=8, d_ff=12)
+
+
+def _perturbed(state, rng, scale=0.1):
+    """Host float64 copies of a state dict, nudged so that biases and LayerNorms are not 0/1."""
+    return {k: np.asarray(v, dtype=np.float64) + scale * rng.standard_normal(np.shape(v))
+            for k, v in state.items()}
+
+
+def _floor_gpt(dtype=np.float64):
+    return numpy_floor.GPT(**TINY, dtype=dtype)
+
+
+# --- the floor against PyTorch --------------------------------------------------------------------
+def test_floor_gpt_gradients_and_adamw_match_torch():
+    torch = pytest.importorskip("torch")
+    from benchmarks.torch_gpt import GPT as TorchGPT, Config
+
+    torch.manual_seed(0)
+    model = TorchGPT(Config(**TINY)).double()
+    rng = np.random.default_rng(0)
+    weights = _perturbed({k: v.numpy() for k, v in model.state_dict().items()}, rng)
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
+    floor = _floor_gpt()
+    floor.state.load(weights)
+    idx, targets = rng.integers(0, TINY["vocab_size"], (2, 2, 6))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+    floor.optimizer.lr, floor.optimizer.wd = 1e-2, 0.1
+    for step in range(3):
+        optimizer.zero_grad()
+        loss = model(torch.from_numpy(idx), torch.from_numpy(targets))[1]
+        loss.backward()
+        assert floor.loss_and_grads(idx, targets) == pytest.approx(loss.item(), rel=1e-12)
+        for name, p in model.named_parameters():
+            np.testing.assert_allclose(floor.state.grads[name], p.grad.numpy(), rtol=1e-9,
+                                       atol=1e-12, err_msg=f"step {step}: {name}")
+        optimizer.step()
+        floor.optimizer.step()
+    for name, p in model.named_parameters():
+        np.testing.assert_allclose(floor.state.params[name], p.detach().numpy(), rtol=1e-9,
+                                   atol=1e-12, err_msg=name)
+
+
+def test_floor_mlp_gradients_and_sgd_match_torch():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    sizes = (7, 5, 6, 3)
+    model = torch.nn.Sequential(torch.nn.Linear(7, 5), torch.nn.ReLU(), torch.nn.Linear(5, 6),
+                                torch.nn.ReLU(), torch.nn.Linear(6, 3)).double()
+    floor = numpy_floor.MLP(sizes, lr=0.1, dtype=np.float64)
+    floor.state.load({f"layers.{int(k.split('.')[0]) // 2}.{k.split('.')[1]}": v.numpy()
+                      for k, v in model.state_dict().items()})
+    x = torch.randn(4, 7, dtype=torch.float64)
+    y = torch.tensor([0, 2, 1, 2])
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    assert floor.step(x.numpy(), y.numpy()) == pytest.approx(loss.item(), rel=1e-12)
+    for name, p in model.named_parameters():
+        i, kind = int(name.split(".")[0]) // 2, name.split(".")[1]
+        np.testing.assert_allclose(floor.state.grads[f"layers.{i}.{kind}"], p.grad.numpy(),
+                                   rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(floor.state.params[f"layers.{i}.{kind}"],
+                                   (p - 0.1 * p.grad).detach().numpy(), rtol=1e-12)
+
+
+def test_torch_gpt_generates_the_same_tokens_with_and_without_cache():
+    torch = pytest.importorskip("torch")
+    from benchmarks.torch_gpt import GPT as TorchGPT, Config
+
+    torch.manual_seed(0)
+    model = TorchGPT(Config(**{**TINY, "block_size": 16})).eval()
+    prompt = torch.randint(0, TINY["vocab_size"], (2, 3))
+    cached = model.generate(prompt, 10, use_cache=True)
+    assert cached.shape == (2, 13)
+    assert torch.equal(cached, model.generate(prompt, 10, use_cache=False))
+
+
+# --- the floor against tensorgrad's GPT: the benchmark races one function ------------------------
+def test_floor_gpt_matches_tensorgrad_gpt():
+    model = GPT(GPTConfig.mini(**TINY), dtype=tg.float64)
+    ours = {hf.removeprefix("transformer."): name for hf, name in hf_names(TINY["n_layer"]).items()}
+    rng = np.random.default_rng(1)
+    weights = _perturbed({k: model.state_dict()[v].numpy() for k, v in ours.items()}, rng)
+    model.load_state_dict({ours[k]: tg.tensor(v) for k, v in weights.items()})
+    floor = _floor_gpt()
+    floor.state.load(weights)
+    idx, targets = rng.integers(0, TINY["vocab_size"], (2, 3, 8))
+    loss = model(tg.tensor(idx), tg.tensor(targets))[1]
+    loss.backward()
+    assert floor.loss_and_grads(idx, targets) == pytest.approx(loss.item(), rel=1e-10)
+    params = dict(model.named_parameters())
+    for name, theirs in ours.items():
+        np.testing.assert_allclose(floor.state.grads[name], params[theirs].grad.numpy(),
+                                   rtol=1e-8, atol=1e-12, err_msg=name)
+
+
+def test_floor_stays_float32():
+    floor = numpy_floor.GPT(**TINY)
+    idx = np.zeros((2, 8), dtype=np.int64)
+    floor.step(idx, idx)
+    assert floor.state.flat.dtype == np.float32
+    assert all(p.dtype == np.float32 for p in floor.state.params.values())
+    assert floor.optimizer.m.dtype == floor.optimizer.v.dtype == np.float32
+
+
+# --- the harness ----------------------------------------------------------------------------------
+def test_harness_runs_every_workload_on_tiny_sizes(tmp_path):
+    """run.py end to end, children and all, for the frameworks that start fast."""
+    out = tmp_path / "results.json"
+    done = subprocess.run([sys.executable, "benchmarks/run.py", "--tiny", "--frameworks",
+                           "tensorgrad,numpy", "--json", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    saved = json.loads(out.read_text())
+    for name in workloads.NAMES:
+        module = workloads.load(name)
+        for framework in set(module.FRAMEWORKS) & {"tensorgrad", "numpy"}:
+            rows = saved["results"][name][framework]["rows"]
+            assert rows and all(r["median"] > 0 and r["min"] <= r["median"] <= r["max"]
+                                for r in rows if not math.isnan(r["median"])), (name, framework)
+        assert f"| {name} |" in done.stdout
+    assert "Targets:" in done.stdout and len(saved["targets"]) == len(run.TARGETS)
+
+
+@pytest.mark.parametrize("name", [n for n in workloads.NAMES if n != "attention"])
+def test_torch_side_of_each_workload_runs(name):
+    """The torch half in this process (a child per workload would re-import torch each time);
+    attention's torch half is the other helper's benchmarks/attention.py, run by the test above
+    for tensorgrad."""
+    pytest.importorskip("torch")
+    module = workloads.load(name)
+    if "torch" not in module.FRAMEWORKS:
+        pytest.skip(f"{name} has no torch side")
+    rows = module.run(workloads.Env("torch", "cpu", "tiny"))
+    assert rows and all(r["median"] > 0 for r in rows)
+
+
+def _result(rows):
+    return {"rows": [workloads.row(case, metric, workloads.single(value), better)
+                     for case, metric, value, better in rows]}
+
+
+def test_report_marks_targets_met_and_not_met():
+    results = {
+        "gpt_step": {"tensorgrad": _result([("B=2", "ms/step", 30.0, "lower")]),
+                     "torch": _result([("B=2", "ms/step", 10.0, "lower")]),
+                     "numpy": _result([("B=2", "ms/step", 40.0, "lower")])},
+        "generate": {"tensorgrad": _result([("KV cache", "tokens/s", 200.0, "higher")]),
+                     "torch": _result([("KV cache", "tokens/s", 100.0, "higher")])},
+    }
+    text, targets = run.report(results, {"mode": "tiny", "device": "cpu"})
+    status = {(t["workload"], t["metric"], t["against"]): t["status"] for t in targets}
+    assert status["gpt_step", "ms/step", "numpy"] == "met (0.75x)"
+    assert status["gpt_step", "ms/step", "torch"] == "NOT met (3.00x)"
+    assert status["gpt_step", "peak RSS MiB", "torch"].startswith("no ")
+    assert status["generate", "tokens/s", "torch"] == "met (2.00x)"
+    assert status["attention", "ms fwd+bwd", "torch"] == "not run"
+    assert "| gpt_step | B=2 | ms/step ↓ | 30 | 10 | 40 | 3.00 | 0.75 |" in text
+
+
+def test_bad_workload_name_is_a_clear_error():
+    with pytest.raises(SystemExit, match="unknown name"):
+        run.parse_args(["--only", "gpt_stpe"])
