@@ -5,21 +5,12 @@ composites of those ops and get their gradients for free.
 """
 import tensorgrad as tg
 from tensorgrad import (  # noqa: F401  (re-exported)
-    cross_entropy, dropout, embedding, gelu, layer_norm, log_softmax, one_hot, pad, relu,
+    cross_entropy, dropout, embedding, gelu, layer_norm, linear, log_softmax, one_hot, pad, relu,
     rms_norm, sigmoid, silu, softmax, tanh,
 )
+from tensorgrad import attention_weights, scaled_dot_product_attention  # noqa: F401
 
 _REDUCTIONS = ("mean", "sum", "none")
-
-
-def linear(input, weight, bias=None):
-    """input @ weight.T + bias. input: (*, in_features), weight: (out_features, in_features),
-    bias: (out_features,) -> (*, out_features)."""
-    if input.shape[-1:] != weight.shape[1:]:
-        raise ValueError(f"linear: input of shape {input.shape} needs last dimension "
-                         f"{weight.shape[1]} to match weight of shape {weight.shape}")
-    out = input @ weight.mT  # (*, in) @ (in, out) -> (*, out)
-    return out if bias is None else out + bias
 
 
 def _reduce(loss, reduction, op):

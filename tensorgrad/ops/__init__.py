@@ -3,6 +3,7 @@
 `tensorgrad.autograd.PRIMITIVES` is the registry of differentiable primitives; the functions
 exported here are what users and Tensor methods call.
 """
+from .attention import attention_weights, scaled_dot_product_attention  # noqa: F401
 from .elementwise import (  # noqa: F401
     abs, add, cast, ceil, clamp, clip, clone, cos, div, divide, eq, erf, exp, floor, ge, gelu, gt,
     isfinite, isinf, isnan, le, log, logical_and, logical_not, logical_or, lt, maximum, minimum,
@@ -13,7 +14,7 @@ from .fused import cross_entropy, dropout, layer_norm, log_softmax, rms_norm, so
 from .index import (  # noqa: F401
     array_index, embedding, gather, getitem, masked_fill, one_hot, scatter_add,
 )
-from .linalg import einsum, matmul  # noqa: F401
+from .linalg import einsum, linear, matmul  # noqa: F401
 from .reduce import (  # noqa: F401
     all, amax, amin, any, argmax, argmin, cumsum, logsumexp, max, mean, min, norm, std, sum, var,
 )

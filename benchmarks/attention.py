@@ -1,0 +1,132 @@
+"""Causal multi-head attention, forward + backward: time and peak memory against PyTorch.
+
+    python benchmarks/attention.py [--quick] [--threads N]
+
+B=1, 4 heads, head dim 64, float32, causal, T = 256 ... 4096 (--quick: up to 1024). Every
+(implementation, T) runs in a fresh subprocess, so a peak belongs to one implementation: peak
+memory is the growth of the resident-set high-water mark over the process's RSS once its inputs
+exist, during the first forward + backward; time is the median of repeated forward + backward
+calls after warm-up (benchmarks/timing.py). BLAS and torch use --threads threads (default 1:
+the same for everyone, and steady on a shared machine). Prints a markdown table.
+
+Implementations:
+  tensorgrad            tg.scaled_dot_product_attention: the fused primitive, tiled once both
+                        lengths exceed one tile (online softmax; the VJP recomputes row tiles)
+  tensorgrad untiled    the same primitive forced onto its whole-matrix path
+  tensorgrad composite  matmul -> masked_fill -> softmax -> matmul in tensorgrad ops
+  torch eager           the same composite in PyTorch
+  torch sdpa            torch.nn.functional.scaled_dot_product_attention (fused kernels)
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+
+if __package__ in (None, ""):  # run as a script: make the `benchmarks` package importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+B, HEADS, HEAD_DIM = 1, 4, 64
+LENGTHS = {"full": (256, 512, 1024, 2048, 4096), "quick": (256, 512, 1024)}
+IMPLEMENTATIONS = ("tensorgrad", "tensorgrad untiled", "tensorgrad composite", "torch eager",
+                   "torch sdpa")
+
+
+def _tensorgrad(composite, T, untiled=False):
+    import tensorgrad as tg
+    from tensorgrad.ops import attention
+    if untiled:
+        attention.TILE = 1 << 30
+    q, k, v = (tg.randn(B, HEADS, T, HEAD_DIM, requires_grad=True) for _ in range(3))
+    grad = tg.ones(B, HEADS, T, HEAD_DIM)
+    future = ~tg.ones(T, T, dtype=tg.bool).tril() if composite else None  # only the composite's
+
+    def step():
+        if composite:
+            s = (q @ k.mT) * (1.0 / math.sqrt(HEAD_DIM))  # (B, H, T, T)
+            out = s.masked_fill(future, float("-inf")).softmax(-1) @ v
+        else:
+            out = tg.scaled_dot_product_attention(q, k, v, is_causal=True)
+        out.backward(grad)
+        q.grad = k.grad = v.grad = None
+    return step
+
+
+def _torch(fused, T):
+    import torch
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    q, k, v = (torch.randn(B, HEADS, T, HEAD_DIM, requires_grad=True) for _ in range(3))
+    grad = torch.ones(B, HEADS, T, HEAD_DIM)
+    future = None if fused else ~torch.ones(T, T, dtype=torch.bool).tril()
+
+    def step():
+        if fused:
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            s = (q @ k.mT) * (1.0 / math.sqrt(HEAD_DIM))  # (B, H, T, T)
+            out = s.masked_fill(future, float("-inf")).softmax(-1) @ v
+        out.backward(grad)
+        q.grad = k.grad = v.grad = None
+    return step
+
+
+def worker(name, T, quick):
+    """Measure one implementation at one length; print a JSON line."""
+    from benchmarks.timing import FULL, QUICK, current_rss_mb, measure, peak_rss_mb
+    maker = {"tensorgrad": lambda T: _tensorgrad(False, T),
+             "tensorgrad untiled": lambda T: _tensorgrad(False, T, untiled=True),
+             "tensorgrad composite": lambda T: _tensorgrad(True, T),
+             "torch eager": lambda T: _torch(False, T),
+             "torch sdpa": lambda T: _torch(True, T)}[name]
+    maker(16)()  # first calls allocate thread pools and caches: keep them out of the peak
+    step = maker(T)
+    before = current_rss_mb()
+    high_water = peak_rss_mb()
+    step()
+    peak = peak_rss_mb()
+    # The high-water mark only says something when this step pushed it up.
+    growth = peak - before if peak > high_water else float("nan")
+    budget = (QUICK if quick else FULL).scaled(1.0 + T / 1024)
+    stats = measure(step, budget)
+    print(json.dumps({"ms": stats["median"] * 1e3, "mib": growth}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="T up to 1024, fewer repetitions")
+    parser.add_argument("--threads", type=int, default=1, help="BLAS / torch threads")
+    parser.add_argument("--worker", nargs=2, metavar=("IMPLEMENTATION", "T"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        return worker(args.worker[0], int(args.worker[1]), args.quick)
+    env = dict(os.environ, **{name: str(args.threads) for name in (
+        "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
+    results = {}
+    for T in LENGTHS["quick" if args.quick else "full"]:
+        for name in IMPLEMENTATIONS:
+            print(f"T={T} {name} ...", file=sys.stderr, flush=True)
+            command = [sys.executable, os.path.abspath(__file__), "--worker", name, str(T)]
+            done = subprocess.run(command + (["--quick"] if args.quick else []), env=env,
+                                  capture_output=True, text=True)
+            if done.returncode:
+                print(done.stderr, file=sys.stderr)
+                results[T, name] = None
+            else:
+                results[T, name] = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"Causal attention forward + backward, B={B}, {HEADS} heads, head dim {HEAD_DIM}, "
+          f"float32, {args.threads} thread(s): median time (ms), then peak RSS growth (MiB).\n")
+    lengths = LENGTHS["quick" if args.quick else "full"]
+    for unit, key, digits in (("ms", "ms", 1), ("MiB", "mib", 0)):
+        print(f"| {unit} | " + " | ".join(IMPLEMENTATIONS) + " |")
+        print("|---:|" + "---:|" * len(IMPLEMENTATIONS))
+        for T in lengths:
+            cells = ["failed" if results[T, n] is None else f"{results[T, n][key]:.{digits}f}"
+                     for n in IMPLEMENTATIONS]
+            print(f"| T={T} | " + " | ".join(cells) + " |")
+        print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,355 @@
+"""Scaled dot-product attention as one fused primitive: softmax(Q K^T * scale + M) V.
+
+Why a primitive (benchmarks/attention.py): the composite matmul -> softmax -> matmul keeps the
+(..., Tq, Tk) probabilities, and with a mask the masked scores too, alive until backward. This
+primitive saves only q, k, v, the additive bias and its (..., Tq, Ev) output; its VJP recomputes
+the probabilities from q and k. Inputs longer than one tile take a tiled path (FlashAttention's
+online softmax) that never holds the whole (Tq, Tk) matrix, forward or backward, so memory grows
+linearly with T. The composite stays in tests/tensorgrad/test_attention_op.py as the oracle.
+
+Masks follow torch.nn.functional.scaled_dot_product_attention: a bool mask is True where a query
+MAY attend; a float mask is added to the scores (0 keeps, -inf removes) and may require grad
+(ALiBi slopes, T5's learned relative bias get their gradient from here). `is_causal` lets query
+i see keys j <= i, aligned top-left when Tq != Tk, as PyTorch does.
+
+Fully masked rows: PyTorch returns NaN for a query that may attend to no key. Here such a row
+outputs 0 and passes no gradient, so a padded query cannot poison a batch. A row counts as fully
+masked when none of its scores is above the dtype's lowest finite value (an additive -inf or
+torch.finfo(dtype).min everywhere, or a bool mask that is all False).
+"""
+import math
+
+from ..autograd import is_grad_enabled, primitive
+from ..tensor import Tensor
+from .elementwise import maximum, where
+from .fused import softmax
+from .operands import require_float
+from .shape import cat, pad
+
+# Rows and columns of scores per tile. Once both lengths exceed one tile, the tiled path runs:
+# its memory grows linearly with T, and working in cache-sized blocks (skipping those above a
+# causal diagonal) it is also faster than the whole matrix (benchmarks/attention.py). The whole
+# matrix stays for short inputs (decoding: Tq = 1) and dropout, whose keep-mask is whole anyway.
+TILE = 256
+
+
+def _broadcast_shapes(*shapes):
+    """The shape `shapes` broadcast to (NumPy's rule), or ValueError; plain Python on tuples."""
+    out = []
+    for sizes in zip(*((1,) * (max(map(len, shapes)) - len(s)) + tuple(s) for s in shapes)):
+        wide = {n for n in sizes if n != 1}
+        if len(wide) > 1:
+            raise ValueError(f"shapes {shapes} do not broadcast")
+        out.append(wide.pop() if wide else 1)
+    return tuple(out)
+
+
+def _constant(array, backend):
+    return Tensor._wrap(array, backend, False, None, None)
+
+
+def _tile(a, rows, cols):
+    """a[..., rows, cols], except that broadcast (size-1) trailing dims stay whole."""
+    return a[..., rows if a.shape[-2] > 1 else slice(None),
+             cols if a.shape[-1] > 1 else slice(None)]
+
+
+def _blocked(xp, mask, causal, rows, cols):
+    """Which scores of the query `rows` x key `cols` block are removed: a bool array that
+    broadcasts against them, or None when none is."""
+    blocked = None if mask is None else ~_tile(mask, rows, cols)
+    if causal:  # key j after query i
+        after = xp.arange(cols.start, cols.stop) > xp.arange(rows.start, rows.stop)[:, None]
+        blocked = after if blocked is None else blocked | after
+    return blocked
+
+
+# --- the primitive, on arrays ------------------------------------------------------------------
+def _masked_scores(xp, q, k, bias, mask, causal, scale, rows, cols):
+    """q k^T * scale + bias for the query `rows` and key `cols`, removed scores set to the
+    dtype's lowest finite value (so is an additive -inf: one rule then finds fully masked
+    rows). A fresh (..., rows, cols) array, free to be overwritten."""
+    lowest = xp.finfo(q.dtype).min
+    s = xp.matmul(q[..., rows, :] * q.dtype.type(scale),
+                  xp.swapaxes(k[..., cols, :], -1, -2))  # (..., r, E) @ (..., E, c)
+    if bias is not None:
+        s = s + xp.maximum(_tile(bias, rows, cols), lowest)
+    blocked = _blocked(xp, mask, causal, rows, cols)
+    if blocked is not None:
+        shape = _broadcast_shapes(s.shape, blocked.shape)
+        if shape != s.shape:  # a mask with more batch dims than q and k
+            s = xp.broadcast_to(s, shape).copy()
+        xp.copyto(s, lowest, where=blocked)
+    return s
+
+
+def _softmax_(xp, s):
+    """Row softmax of masked scores, in place (fresh (Tq, Tk) arrays are costly to fill);
+    rows with every score removed become 0."""
+    top = s.max(axis=-1, keepdims=True)
+    s -= top
+    xp.exp(s, out=s)
+    s *= 1 / s.sum(axis=-1, keepdims=True)
+    _zero_dead_rows(xp, s, top)
+    return s
+
+
+def _zero_dead_rows(xp, x, top):
+    dead = top == xp.finfo(top.dtype).min
+    if dead.any():
+        x *= ~dead
+
+
+def _tiled(xp, q, k, v, bias, mask, causal, scale):
+    """The same output, one TILE x TILE block of scores at a time with an online softmax
+    (Milakov & Gimelshein, 2018; Dao et al.'s FlashAttention): each block rescales the running
+    row sums and outputs by exp(old max - new max). Memory per step is one block, not the
+    (Tq, Tk) matrix; with is_causal, blocks wholly above the diagonal are skipped."""
+    tq, tk = q.shape[-2], k.shape[-2]
+    blocks = []
+    for i in range(0, tq, TILE):
+        rows = slice(i, min(i + TILE, tq))
+        top = total = out = None
+        for j in range(0, min(tk, rows.stop) if causal else tk, TILE):
+            cols = slice(j, min(j + TILE, tk))
+            s = _masked_scores(xp, q, k, bias, mask, causal, scale, rows, cols)
+            new_top = s.max(axis=-1, keepdims=True)
+            if top is not None:
+                new_top = xp.maximum(top, new_top)
+            s -= new_top
+            xp.exp(s, out=s)
+            part = xp.matmul(s, v[..., cols, :])  # (..., r, c) @ (..., c, Ev) -> (..., r, Ev)
+            if top is None:
+                total, out = s.sum(axis=-1, keepdims=True), part
+            else:
+                shrink = xp.exp(top - new_top)
+                total = total * shrink + s.sum(axis=-1, keepdims=True)
+                out = out * shrink + part
+            top = new_top
+        out *= 1 / total
+        _zero_dead_rows(xp, out, top)
+        blocks.append(out)
+    return xp.concatenate(blocks, axis=-2)
+
+
+@primitive("scaled_dot_product_attention", saves=(0, 1, 2, 3), saves_out=True)
+def _attention(xp, q, k, v, bias, mask, causal, scale, dropout, tiled):
+    if tiled:
+        return _tiled(xp, q, k, v, bias, mask, causal, scale)
+    whole = slice(0, q.shape[-2]), slice(0, k.shape[-2])
+    p = _softmax_(xp, _masked_scores(xp, q, k, bias, mask, causal, scale, *whole))
+    if dropout is not None:
+        p = p * dropout
+    return xp.matmul(p, v)  # (..., Tq, Tk) @ (..., Tk, Ev) -> (..., Tq, Ev)
+
+
+# --- its VJP, in tensorgrad ops -----------------------------------------------------------------
+@_attention.defvjp
+def _attention_vjp(ctx, g):
+    # With O = P V and P = softmax(S): dV = P^T dO, dP = dO V^T and
+    # dS = P * (dP - rowsum(dP * P)), where rowsum(dP * P) = rowsum(dO * O) (FlashAttention's
+    # trick: an (..., Tq) sum over the output, not over the (..., Tq, Tk) matrix).
+    # The tiled path recomputes P for TILE query rows at a time (only the keys they can see).
+    q, k, v, bias = ctx.inputs
+    a = ctx.attrs
+    tq, tk = q.shape[-2], k.shape[-2]
+    needs_q, needs_k, needs_v, needs_bias = ctx.needs_grad
+    dropout = None if a["dropout"] is None else _constant(a["dropout"], q._backend)
+    delta = (g * ctx.out).sum(-1, keepdim=True)  # (..., Tq, 1)
+    step = TILE if a["tiled"] else tq
+    dq, dk, dv, dbias = [], None, None, []
+    for i in range(0, tq, step):
+        rows = slice(i, min(i + step, tq))
+        cols = slice(0, min(tk, rows.stop) if a["tiled"] and a["causal"] else tk)
+        p = _recompute(q, k, bias, a, rows, cols)  # (..., r, c)
+        drop = None if dropout is None else _tile(dropout, rows, cols)
+        g_rows = g[..., rows, :]
+        if needs_v:
+            kept = p if drop is None else p * drop
+            dv = _accumulate(dv, kept.mT @ g_rows, tk)  # (..., c, r) @ (..., r, Ev)
+        if not (needs_q or needs_k or needs_bias):
+            continue
+        dp = g_rows @ v[..., cols, :].mT  # (..., r, Ev) @ (..., Ev, c) -> (..., r, c)
+        if drop is not None:
+            dp = dp * drop
+        ds = p * (dp - delta[..., rows, :])
+        if needs_q:
+            dq.append((ds @ k[..., cols, :]) * a["scale"])  # (..., r, c) @ (..., c, E)
+        if needs_k:
+            dk = _accumulate(dk, (ds.mT @ q[..., rows, :]) * a["scale"], tk)  # (..., c, E)
+        if needs_bias:
+            dbias.append(pad(ds, (0, tk - cols.stop)) if cols.stop < tk else ds)
+    return (cat(dq, dim=-2) if dq else None, dk, dv, cat(dbias, dim=-2) if dbias else None)
+
+
+def _recompute(q, k, bias, a, rows, cols):
+    """The probabilities of the `rows` x `cols` block for the VJP: differentiable when the
+    backward itself is being recorded (create_graph), otherwise a constant computed in place."""
+    if is_grad_enabled():
+        return _probabilities(q, k, bias, a["mask"], a["causal"], a["scale"], rows, cols)
+    xp = q._backend
+    s = _masked_scores(xp, q.data, k.data, None if bias is None else bias.data, a["mask"],
+                       a["causal"], a["scale"], rows, cols)
+    return _constant(_softmax_(xp, s), xp)
+
+
+def _accumulate(total, part, length):
+    """total + part, with part's rows (dim -2) zero-padded to `length` (a causal tile sees only
+    the first keys)."""
+    if part.shape[-2] < length:
+        part = pad(part, (0, 0, 0, length - part.shape[-2]))
+    return part if total is None else total + part
+
+
+def _probabilities(q, k, bias, mask, causal, scale, rows, cols):
+    """softmax(q k^T * scale + bias) for the query `rows` x key `cols` block under the masks,
+    in tensorgrad ops (differentiable to any order), with the primitive's rule for fully masked
+    rows."""
+    xp = q._backend
+    lowest = float(xp.finfo(q.dtype).min)
+    s = (q[..., rows, :] * scale) @ k[..., cols, :].mT  # (..., r, E) @ (..., E, c) -> (..., r, c)
+    if bias is not None:
+        s = s + maximum(_tile(bias, rows, cols), lowest)
+    blocked = _blocked(xp, mask, causal, rows, cols)
+    if blocked is not None:
+        s = where(_constant(blocked, xp), lowest, s)
+    p = softmax(s, dim=-1)
+    if mask is None and bias is None:  # is_causal alone leaves every row a key
+        return p
+    live = s.data.max(axis=-1, keepdims=True) > lowest
+    return p if bool(live.all()) else where(_constant(live, xp), p, 0.0)
+
+
+# --- the public functions -----------------------------------------------------------------------
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """softmax(query key^T * scale + mask) value, as torch.nn.functional's.
+
+    query: (..., Hq, Tq, E); key: (..., Hk, Tk, E); value: (..., Hk, Tk, Ev); leading dims
+    broadcast. Returns (..., Hq, Tq, Ev).
+    attn_mask: bool (True = may attend) or float (added to the scores; it may require grad),
+        broadcastable to (..., Hq, Tq, Tk).
+    dropout_p: dropout on the attention probabilities (pass 0 when evaluating, as in PyTorch).
+    is_causal: query i attends to keys j <= i (top-left aligned when Tq != Tk). Unlike PyTorch,
+        it may be combined with attn_mask; both then apply.
+    scale: defaults to 1 / sqrt(E).
+    enable_gqa: grouped-query attention: Hk divides Hq and query head h reads key/value head
+        h // (Hq / Hk), without copying key and value.
+    A query row with no key left to attend to outputs 0 (PyTorch: NaN); see the module docstring.
+    """
+    query, key, value, attn_mask, scale, groups = _prepare(
+        "scaled_dot_product_attention", query, key, value, attn_mask, scale, enable_gqa)
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1), got "
+                         f"{dropout_p}")
+    bias, mask = _split_mask(attn_mask)
+    dropout = None
+    if dropout_p > 0.0:
+        xp = query._backend
+        shapes = [query.shape[:-1] + (key.shape[-2],), key.shape[:-2] + (1, 1),
+                  value.shape[:-2] + (1, 1)] + ([attn_mask.shape] if attn_mask is not None else [])
+        shape = _broadcast_shapes(*shapes)  # the probabilities' shape
+        keep = xp.random_uniform(shape, query.dtype) >= dropout_p
+        dropout = keep.astype(query.dtype) * query.dtype.type(1.0 / (1.0 - dropout_p))
+    out = _attention(query, key, value, bias, mask=mask, causal=bool(is_causal), scale=scale,
+                     dropout=dropout,
+                     tiled=dropout is None and min(query.shape[-2], key.shape[-2]) > TILE)
+    return _ungroup(out, groups)
+
+
+def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
+    """The attention probabilities softmax(query key^T * scale + mask), (..., Hq, Tq, Tk), for
+    visualisation; arguments and masking rules as in `scaled_dot_product_attention` (no
+    dropout). Differentiable; it materialises the full matrix, so use it only to look."""
+    query, key, _, attn_mask, scale, groups = _prepare(
+        "attention_weights", query, key, key, attn_mask, scale, enable_gqa)
+    bias, mask = _split_mask(attn_mask)
+    whole = slice(0, query.shape[-2]), slice(0, key.shape[-2])
+    return _ungroup(_probabilities(query, key, bias, mask, bool(is_causal), scale, *whole),
+                    groups)
+
+
+def _split_mask(attn_mask):
+    """(bias Tensor or None, bool array or None) from one attn_mask."""
+    if attn_mask is None:
+        return None, None
+    if attn_mask.dtype.kind == "b":
+        return None, attn_mask.data
+    return attn_mask, None
+
+
+def _prepare(op, q, k, v, attn_mask, scale, enable_gqa):
+    """Check shapes and dtypes; regroup heads for GQA. Returns q, k, v, mask, scale, groups."""
+    for name, t in (("query", q), ("key", k), ("value", v)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: {name} must be a Tensor, got {type(t).__name__}")
+        require_float(t, op)
+        if t.ndim < 2:
+            raise ValueError(f"{op}: {name} needs shape (..., T, E), got {t.shape}")
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"{op}: query, key and value must share a dtype, got {q.dtype}, "
+                        f"{k.dtype} and {v.dtype}")
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"{op}: expected query (..., Tq, E), key (..., Tk, E) and value "
+                         f"(..., Tk, Ev); got {q.shape}, {k.shape} and {v.shape}")
+    groups = _groups(op, q, k, v, enable_gqa)
+    heads = () if groups == 1 else (q.shape[-3],)  # key/value heads as seen by the queries
+    batch = _broadcast(op, q.shape[:-2], k.shape[:-2 - len(heads)] + heads,
+                       v.shape[:-2 - len(heads)] + heads)
+    if attn_mask is not None:
+        attn_mask = _check_mask(op, attn_mask, batch + (q.shape[-2], k.shape[-2]), q.dtype)
+    if groups > 1:
+        # (..., Hq, T, E) -> (..., Hk, G, T, E): query head h reads key/value head h // G.
+        hk = k.shape[-3]
+        q = q.reshape(q.shape[:-3] + (hk, groups) + q.shape[-2:])
+        k, v = k.unsqueeze(-3), v.unsqueeze(-3)  # (..., Hk, 1, Tk, E)
+        if attn_mask is not None and attn_mask.ndim >= 3:
+            split = (hk, groups) if attn_mask.shape[-3] != 1 else (1, 1)
+            attn_mask = attn_mask.reshape(attn_mask.shape[:-3] + split + attn_mask.shape[-2:])
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    return q, k, v, attn_mask, float(scale), groups
+
+
+def _groups(op, q, k, v, enable_gqa):
+    """How many query heads share one key/value head (1 without grouped-query attention)."""
+    if not enable_gqa or q.ndim < 3 or k.ndim < 3 or q.shape[-3] == k.shape[-3]:
+        return 1
+    hq, hk = q.shape[-3], k.shape[-3]
+    if hq % hk or v.ndim < 3 or v.shape[-3] != hk:
+        raise ValueError(f"{op}: grouped-query attention needs key and value heads that divide "
+                         f"the query heads; got query {q.shape}, key {k.shape}, value {v.shape}")
+    return hq // hk
+
+
+def _check_mask(op, attn_mask, scores_shape, dtype):
+    if not isinstance(attn_mask, Tensor):
+        raise TypeError(f"{op}: attn_mask must be a Tensor, got {type(attn_mask).__name__}")
+    kind = attn_mask.dtype.kind
+    if kind not in "bf":
+        raise TypeError(f"{op}: attn_mask must be bool (True = attend) or float (added to the "
+                        f"scores), got {attn_mask.dtype}")
+    try:
+        ok = attn_mask.ndim >= 2 and \
+            _broadcast_shapes(attn_mask.shape, scores_shape) == scores_shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{op}: attn_mask of shape {attn_mask.shape} does not broadcast to the "
+                         f"scores' shape {scores_shape} (..., heads, Tq, Tk)")
+    return attn_mask.to(dtype) if kind == "f" else attn_mask
+
+
+def _broadcast(op, *shapes):
+    try:
+        return _broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"{op}: the batch dimensions of query, key and value do not broadcast: "
+                         f"{' vs '.join(str(s) for s in shapes)}") from None
+
+
+def _ungroup(out, groups):
+    """Undo the GQA regrouping: (..., Hk, G, Tq, X) -> (..., Hk * G, Tq, X)."""
+    if groups == 1:
+        return out
+    return out.reshape(out.shape[:-4] + (out.shape[-4] * groups,) + out.shape[-2:])
