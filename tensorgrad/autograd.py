@@ -226,22 +226,15 @@ class Node:
         self.attrs = attrs
         self.scope = _scope
         self.out_data = out_data
-        parents, shapes, dtypes, needs = [], [], [], []
-        for arg in args:
-            if arg is None or not arg.requires_grad:
-                parents.append(None)
-                needs.append(False)
-            else:
-                parents.append(arg._node if arg._node is not None else arg)
-                needs.append(True)
-            shapes.append(None if arg is None else arg.data.shape)
-            dtypes.append(None if arg is None else arg.data.dtype)
-        self.parents = parents
-        self.needs_grad = needs
-        self.in_shapes = shapes
-        self.in_dtypes = dtypes
-        self.saved = tuple(args) if prim.saves == "all" else tuple(args[i] for i in prim.saves)
-        self.versions = tuple(t._version[0] for t in self.saved if t is not None)
+        # Comprehensions rather than one loop: this runs once per recorded op.
+        self.parents = [None if a is None or not a.requires_grad else (a._node or a)
+                        for a in args]
+        self.needs_grad = [p is not None for p in self.parents]
+        self.in_shapes = [None if a is None else a.data.shape for a in args]
+        self.in_dtypes = [None if a is None else a.data.dtype for a in args]
+        saves = prim.saves
+        self.saved = args if saves == "all" else [args[i] for i in saves]
+        self.versions = [t._version[0] for t in self.saved if t is not None]
 
     @property
     def name(self):

@@ -25,14 +25,29 @@ def scalar_dtype(value, like_dtype):
     return _float_default()
 
 
+_constants = {}
+
+
 def as_operand(value, like):
-    """`value` as a Tensor on `like`'s device; Python scalars take a dtype that does not upcast."""
+    """`value` as a Tensor on `like`'s device; Python scalars take a dtype that does not upcast.
+
+    Scalar constants are cached (y * 0.5 in a loop makes one 0-d tensor, not one per call); they
+    never require grad and nothing writes to them.
+    """
     if isinstance(value, Tensor):
         return value
     if isinstance(value, _SCALARS):
         backend = like._backend
         dtype = scalar_dtype(value, like.data.dtype)
-        return Tensor._wrap(backend.asarray(value, dtype=dtype), backend, False, None, None)
+        key = (value, type(value), dtype, backend, str(value) if value == 0 else None)  # -0.0
+        constant = _constants.get(key)
+        if constant is None:
+            if len(_constants) > 1024:
+                _constants.clear()
+            constant = Tensor._wrap(backend.asarray(value, dtype=dtype), backend, False, None,
+                                    None)
+            _constants[key] = constant
+        return constant
     return tensor(value, device=like.device)
 
 

@@ -212,7 +212,7 @@ def test_sequential_nodes_carry_their_module_index():
     scopes = {n.name: set() for n in _nodes(out)}
     for n in _nodes(out):
         scopes[n.name].add(n.scope)
-    assert scopes["matmul"] == {"0", "2"}
+    assert scopes["linear"] == {"0", "2"}
     assert scopes["relu"] == {"1"}
     assert out._node.scope == "2"
     assert tg.current_scope() == ""

@@ -90,6 +90,8 @@ CASES = [
     case("cos", lambda a: a.cos(), (2, 3)),
     case("tanh", lambda a: a.tanh(), (2, 3)),
     case("gelu", lambda a: tg.gelu(a, approximate="tanh"), (2, 3)),
+    case("linear", lambda x, w, b: tg.linear(x, w, b), (2, 3, 4), (5, 4), (5,)),
+    case("linear", lambda x, w: tg.linear(x, w), (4,), (3, 4)),
     case("sigmoid", lambda a: a.sigmoid(), (2, 3)),
     case("sigmoid", lambda a: tg.silu(a), (2, 3)),
     case("relu", lambda a: a.relu(), apart(2, 3)),
