@@ -294,19 +294,37 @@ def _gelu(xp, x, approximate):
 
 @_gelu.defvjp
 def _gelu_vjp(ctx, g):
+    # In-place passes over three buffers: each fresh temporary of this size costs as much as
+    # the arithmetic (page faults on new memory).
     x, = ctx.inputs
-    xp, x = x._backend, x.data
+    xp, x = x._backend, x.data.reshape(x.shape or (1,))  # 0-d would turn into NumPy scalars
     if ctx.attrs["approximate"] == "tanh":
         # d/dx 0.5 x (1 + tanh u) = 0.5 (1 + t) + 0.5 x (1 - t^2) u',  u = c (x + 0.044715 x^3)
-        x2 = x * x
-        t = xp.tanh(_SQRT_2_OVER_PI * x * (1.0 + _GELU_CUBIC * x2))
-        du = _SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_CUBIC * x2)
-        slope = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du
+        du = x * x
+        t = du * _GELU_CUBIC
+        t += 1.0
+        t *= x
+        t *= _SQRT_2_OVER_PI
+        xp.tanh(t, out=t)
+        du *= 3.0 * _GELU_CUBIC * _SQRT_2_OVER_PI
+        du += _SQRT_2_OVER_PI  # u' = c (1 + 3 * 0.044715 x^2)
+        slope = t * t
+        xp.subtract(1.0, slope, out=slope)
+        slope *= du
+        slope *= x
+        slope += t
+        slope += 1.0
+        slope *= 0.5
     else:
         # d/dx x Phi(x) = Phi(x) + x phi(x)
-        slope = 0.5 * (1.0 + xp.erf(x * (1.0 / math.sqrt(2.0))))
-        slope += x * xp.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
-    return Tensor._wrap(xp.asarray(slope * g.data), ctx.backend, False, None, None)
+        slope = x * x
+        slope *= -0.5
+        xp.exp(slope, out=slope)
+        slope *= x
+        slope *= 1.0 / math.sqrt(2.0 * math.pi)
+        slope += 0.5 * (1.0 + xp.erf(x * (1.0 / math.sqrt(2.0))))
+    slope *= g.data.reshape(slope.shape)
+    return Tensor._wrap(slope.reshape(g.shape), ctx.backend, False, None, None)
 
 
 def gelu(x, approximate="none"):
