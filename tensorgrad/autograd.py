@@ -327,6 +327,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     (stop at them rather than following their own history)."""
     grads = {}
     roots = []
+    owned = {id(g.data) for g in grad_outputs}  # arrays a leaf's .grad may not take as its own
     captured = {} if inputs is not None else None
     wanted = {}
     if inputs is not None:
@@ -337,7 +338,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             raise RuntimeError(f"element {len(roots)} of outputs does not require grad and has no "
                                "graph; did you compute it under no_grad or from constants?")
         if out._node is None:
-            _deliver(out, grad, captured, wanted, create_graph)
+            _deliver(out, grad, captured, wanted, create_graph, owned)
             continue
         key = id(out._node)
         grads[key] = grad if key not in grads else grads[key] + grad
@@ -380,7 +381,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     previous = grads.get(key)
                     grads[key] = g if previous is None else previous + g
                 else:
-                    _deliver(parent, g, captured, wanted, create_graph)
+                    _deliver(parent, g, captured, wanted, create_graph, owned)
             if not retain_graph:
                 node.release()
     if captured is not None:
@@ -399,17 +400,26 @@ def _composite_vjp(node, grad):
     return tuple(next(grads) if need else None for need in node.needs_grad)
 
 
-def _deliver(leaf, grad, captured, wanted, create_graph):
+def _deliver(leaf, grad, captured, wanted, create_graph, owned):
     """A leaf's gradient: captured for `grad()`, else accumulated into `.grad`."""
     if captured is not None:
         for i in wanted.get(id(leaf), ()):
             captured[i] = grad if i not in captured else captured[i] + grad
         return
-    if not create_graph:
-        grad = grad.detach()
-    # The leaf owns its .grad: the incoming gradient may be a read-only broadcast view or shared
-    # with other leaves, and optimizers update .grad in place.
-    leaf.grad = grad.clone() if leaf.grad is None else leaf.grad + grad
+    if create_graph:
+        leaf.grad = grad if leaf.grad is None else leaf.grad + grad
+        return
+    if leaf.grad is not None:
+        leaf.grad = (leaf.grad + grad).detach()
+        return
+    # The leaf must own its .grad (optimizers and clipping update it in place). A fresh array
+    # that no other leaf got is taken as it is; a view (a broadcast, say), one already handed to
+    # another leaf, or the caller's own seed gradient is copied.
+    data = grad.data
+    if data.base is not None or id(data) in owned:
+        data = data.copy()
+    owned.add(id(data))
+    leaf.grad = Tensor._wrap(data, grad._backend, False, None, None)
 
 
 def backward(tensor, gradient=None, retain_graph=None, create_graph=False):

@@ -65,6 +65,22 @@ def test_leaf_owns_a_writable_grad(device):
     np.testing.assert_array_equal(arr(b.grad), 1.0)
 
 
+def test_leaves_never_share_a_fresh_gradient(device):
+    # mul's gradient is a fresh array that add hands to both leaves: the first leaf may keep
+    # it, the second must get a copy; the caller's seed gradient is never taken.
+    a = tg.ones(3, device=device, requires_grad=True)
+    b = tg.ones(3, device=device, requires_grad=True)
+    c = tg.full((3,), 2.0, device=device)
+    ((a + b) * c).sum().backward()
+    a.grad.mul_(0.5)
+    np.testing.assert_array_equal(arr(b.grad), 2.0)
+    seed = tg.full((3,), 3.0, device=device)
+    x = tg.ones(3, device=device, requires_grad=True)
+    x.backward(seed)
+    seed.mul_(0.0)
+    np.testing.assert_array_equal(arr(x.grad), 3.0)
+
+
 def test_backward_from_a_leaf(device):
     x = tg.ones(2, 2, device=device, requires_grad=True)
     x.backward(tg.full((2, 2), 3.0, device=device))
