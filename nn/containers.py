@@ -99,7 +99,9 @@ class ModuleDict(Module):
         self.add_module(key, module)
 
     def __delitem__(self, key):
-        del self._modules[key]
+        if key not in self._modules:
+            raise KeyError(f"ModuleDict has no key {key!r}; keys are {list(self._modules)}")
+        self._forget(key)
 
     def __len__(self):
         return len(self._modules)

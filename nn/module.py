@@ -9,6 +9,7 @@ from collections import OrderedDict, namedtuple
 
 import tensorgrad as tg
 from tensorgrad import Tensor
+from tensorgrad.autograd import enter_scope, exit_scope
 
 
 class Parameter(Tensor):
@@ -59,6 +60,8 @@ IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_k
 
 # {id(module): dotted path} for the root call in progress; None when no module is running.
 _call_paths = None
+# Bumped whenever any module gains or loses a child: a root caches its paths until it changes.
+_tree_version = 0
 
 
 class Module:
@@ -108,6 +111,7 @@ class Module:
                 raise TypeError(f"cannot assign {type(value).__name__} to submodule {name!r} of "
                                 f"{type(self).__name__}; expected a Module or None")
             modules[name] = None
+            _tree_changed()
         else:
             object.__setattr__(self, name, value)
 
@@ -115,6 +119,7 @@ class Module:
         for registry in (self.__dict__, self._parameters, self._buffers, self._modules):
             registry.pop(name, None)
         self._non_persistent.discard(name)
+        _tree_changed()
 
     def __getattr__(self, name):
         # Only reached when ordinary lookup fails: parameters, buffers and modules live here.
@@ -357,28 +362,38 @@ class Module:
         global _call_paths
         root = _call_paths is None
         if root:
-            # A root call names every module once; nested calls only look their path up.
-            _call_paths = {}
-            for path, module in self.named_modules():
-                object.__setattr__(module, "_path", path)
-                _call_paths[id(module)] = path
+            _call_paths = self._paths()
+        # A module called without being registered under the root nests by class name.
+        path = _call_paths.get(id(self))
+        previous = enter_scope("/" + path if path is not None else type(self).__name__)
         try:
-            path = _call_paths.get(id(self))
-            # A module called without being registered under the root nests by class name.
-            with tg.scope("/" + path if path is not None else type(self).__name__):
-                try:
-                    output = self.forward(*args, **kwargs)
-                except Exception as exc:
-                    _note_module(exc, self, path)
-                    raise
-                for hook in list(self._forward_hooks.values()):
-                    result = hook(self, args, output)
-                    if result is not None:
-                        output = result
+            try:
+                output = self.forward(*args, **kwargs)
+            except Exception as exc:
+                _note_module(exc, self, path)
+                raise
+            for hook in list(self._forward_hooks.values()):
+                result = hook(self, args, output)
+                if result is not None:
+                    output = result
         finally:
+            exit_scope(previous)
             if root:
                 _call_paths = None
         return output
+
+    def _paths(self):
+        """{id(module): dotted path} under this root, named once and kept until the tree of
+        modules changes (a decoding loop calls the root once per token)."""
+        cached = self.__dict__.get("_paths_cache")
+        if cached is None or cached[0] != _tree_version:
+            paths = {}
+            for path, module in self.named_modules():
+                object.__setattr__(module, "_path", path)
+                paths[id(module)] = path
+            cached = (_tree_version, paths)
+            object.__setattr__(self, "_paths_cache", cached)
+        return cached[1]
 
     # --- printing --------------------------------------------------------------------------------
     def extra_repr(self):
@@ -419,6 +434,11 @@ class Module:
         rule = "-" * len(line(("", "", "", "x" * widths[3])))
         return "\n".join([line(header), rule] + [line(r) for r in rows] + [rule]
                          + [line(r) for r in footer])
+
+
+def _tree_changed():
+    global _tree_version
+    _tree_version += 1
 
 
 def _note_module(exc, module, path):

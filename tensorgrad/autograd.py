@@ -73,16 +73,28 @@ def scope(name):
     A name starting with '/' replaces the current scope instead of extending it (modules push
     their full dotted path this way).
     """
+    previous = enter_scope(name)
+    try:
+        yield _scope
+    finally:
+        exit_scope(previous)
+
+
+def enter_scope(name):
+    """`scope` without the context manager, for hot paths (every Module call): returns the
+    scope to hand back to `exit_scope`."""
     global _scope
     previous = _scope
     if name.startswith("/"):
         _scope = name[1:]
     else:
         _scope = f"{previous}.{name}" if previous else name
-    try:
-        yield _scope
-    finally:
-        _scope = previous
+    return previous
+
+
+def exit_scope(previous):
+    global _scope
+    _scope = previous
 
 
 def current_scope():

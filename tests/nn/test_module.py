@@ -302,3 +302,10 @@ def test_summary_table():
     assert "  blocks" in table and "    0" in table and "      fc" in table
     shallow = net.summary(max_depth=1)
     assert "fc" not in shallow and "blocks" in shallow
+
+
+def test_scopes_follow_modules_added_after_the_first_call():
+    model = nn.Sequential(nn.Linear(3, 3))
+    model(tg.randn(1, 3))
+    model.append(nn.Linear(3, 2))  # the root's cached paths must see the new child
+    assert model(tg.randn(1, 3))._node.scope == "1"
