@@ -73,7 +73,7 @@ def _torch(fused, T):
 
 def worker(name, T, quick):
     """Measure one implementation at one length; print a JSON line."""
-    from benchmarks.timing import FULL, QUICK, current_rss_mb, measure, peak_rss_mb
+    from benchmarks.timing import FULL, QUICK, current_rss_mb, measure, peak_rss_mb, reset_peak_rss
     maker = {"tensorgrad": lambda T: _tensorgrad(False, T),
              "tensorgrad untiled": lambda T: _tensorgrad(False, T, untiled=True),
              "tensorgrad composite": lambda T: _tensorgrad(True, T),
@@ -82,11 +82,9 @@ def worker(name, T, quick):
     maker(16)()  # first calls allocate thread pools and caches: keep them out of the peak
     step = maker(T)
     before = current_rss_mb()
-    high_water = peak_rss_mb()
+    reset_peak_rss()  # the high-water mark restarts here: what follows is this step's peak
     step()
-    peak = peak_rss_mb()
-    # The high-water mark only says something when this step pushed it up.
-    growth = peak - before if peak > high_water else float("nan")
+    growth = max(peak_rss_mb() - before, 0.0)
     budget = (QUICK if quick else FULL).scaled(1.0 + T / 1024)
     stats = measure(step, budget)
     print(json.dumps({"ms": stats["median"] * 1e3, "mib": growth}))
