@@ -1,0 +1,207 @@
+"""Tokenizers with one small interface: `encode(text) -> list[int]`, `decode(ids) -> str`,
+`vocab_size`, `save(path)`, and `load_tokenizer(path)` to read any of them back.
+
+- `CharTokenizer`: one id per character seen in a training text (Karpathy's char-rnn and
+  nanoGPT's Shakespeare); saved as JSON.
+- `ByteTokenizer`: one id per UTF-8 byte, a fixed vocabulary of 256 that can encode any text;
+  saved as JSON.
+- `BPETokenizer`: byte-level BPE (Radford et al., 2019: GPT-2) through the Hugging Face
+  `tokenizers` library, an optional dependency (`pip install tensorgrad[examples]`): train one
+  on a corpus, or load a `tokenizer.json` or GPT-2's `vocab.json` + `merges.txt`.
+"""
+import json
+import os
+
+
+def _ids(ids):
+    """A list of ints from a list, a tuple or a 1-d integer Tensor."""
+    return ids.tolist() if hasattr(ids, "tolist") else [int(i) for i in ids]
+
+
+class Tokenizer:
+    """The interface every tokenizer here has. Subclasses set `vocab_size` and define encode,
+    decode and save; `special_tokens` maps special token strings to ids (empty by default)."""
+
+    vocab_size = 0
+    special_tokens = {}
+
+    def encode(self, text):
+        raise NotImplementedError
+
+    def decode(self, ids):
+        raise NotImplementedError
+
+    def save(self, path):
+        raise NotImplementedError
+
+    def __len__(self):
+        return self.vocab_size
+
+    def __repr__(self):
+        return f"{type(self).__name__}(vocab_size={self.vocab_size})"
+
+
+class CharTokenizer(Tokenizer):
+    """Characters -> ids: the sorted set of characters in the text it was built from.
+
+    `CharTokenizer.from_text(corpus)` builds it; encoding a character it has never seen is an
+    error (a character-level model has no embedding for it).
+    """
+
+    def __init__(self, chars):
+        self.chars = "".join(chars)
+        if len(set(self.chars)) != len(self.chars):
+            raise ValueError("CharTokenizer: the vocabulary has repeated characters")
+        self.vocab_size = len(self.chars)
+        self._index = {c: i for i, c in enumerate(self.chars)}
+
+    @classmethod
+    def from_text(cls, text):
+        return cls(sorted(set(text)))
+
+    def encode(self, text):
+        try:
+            return [self._index[c] for c in text]
+        except KeyError:
+            unknown = sorted(set(text) - set(self._index))
+            raise ValueError(f"CharTokenizer.encode: characters {unknown[:10]} are not in the "
+                             f"vocabulary of {self.vocab_size} characters") from None
+
+    def decode(self, ids):
+        ids = _ids(ids)
+        bad = [i for i in ids if not 0 <= i < self.vocab_size]
+        if bad:
+            raise ValueError(f"CharTokenizer.decode: ids {bad[:10]} are out of range for a "
+                             f"vocabulary of {self.vocab_size}")
+        return "".join(self.chars[i] for i in ids)
+
+    def save(self, path):
+        _write_json(path, {"type": "char", "chars": self.chars})
+
+
+class ByteTokenizer(Tokenizer):
+    """UTF-8 bytes -> ids 0..255. Decoding replaces byte sequences that are not valid UTF-8
+    (a sampled model can produce them) with U+FFFD."""
+
+    vocab_size = 256
+
+    def encode(self, text):
+        return list(text.encode("utf-8"))
+
+    def decode(self, ids):
+        ids = _ids(ids)
+        bad = [i for i in ids if not 0 <= i < 256]
+        if bad:
+            raise ValueError(f"ByteTokenizer.decode: ids {bad[:10]} are not bytes (0..255)")
+        return bytes(ids).decode("utf-8", errors="replace")
+
+    def save(self, path):
+        _write_json(path, {"type": "byte"})
+
+
+def _require_tokenizers():
+    try:
+        import tokenizers
+    except ImportError:
+        raise ImportError("BPETokenizer needs the `tokenizers` package: "
+                          "pip install tensorgrad[examples] (or pip install tokenizers)") from None
+    return tokenizers
+
+
+class BPETokenizer(Tokenizer):
+    """Byte-level BPE, GPT-2's scheme: text is split by GPT-2's pre-tokenisation pattern, each
+    piece is mapped to bytes (shown as printable characters), and learned merges join them.
+
+    Wraps a `tokenizers.Tokenizer`; make one with `train`, `from_file` (a tokenizer.json) or
+    `from_gpt2_files` (vocab.json + merges.txt). `save` writes a tokenizer.json.
+    """
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+        self.special_tokens = {t.content: i for i, t in
+                               tokenizer.get_added_tokens_decoder().items() if t.special}
+
+    @classmethod
+    def _byte_level(cls, model):
+        tk = _require_tokenizers()
+        tokenizer = tk.Tokenizer(model)
+        tokenizer.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.decoder = tk.decoders.ByteLevel()
+        return tokenizer
+
+    @classmethod
+    def train(cls, texts, vocab_size, special_tokens=("<|endoftext|>",), min_frequency=2):
+        """Learn merges from `texts` (an iterable of strings, e.g. the lines or files of a corpus)
+        until the vocabulary, which starts with the 256 byte symbols and the special tokens,
+        holds vocab_size tokens (fewer if the corpus runs out of pairs seen min_frequency
+        times)."""
+        tk = _require_tokenizers()
+        tokenizer = cls._byte_level(tk.models.BPE())
+        trainer = tk.trainers.BpeTrainer(
+            vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=list(special_tokens),
+            initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+        tokenizer.train_from_iterator([texts] if isinstance(texts, str) else texts, trainer)
+        return cls(tokenizer)
+
+    @classmethod
+    def from_file(cls, path):
+        """Load a Hugging Face `tokenizer.json`."""
+        return cls(_require_tokenizers().Tokenizer.from_file(os.fspath(path)))
+
+    @classmethod
+    def from_gpt2_files(cls, vocab_file, merges_file, special_tokens=("<|endoftext|>",)):
+        """Load GPT-2's original vocab.json and merges.txt (the special tokens must be in the
+        vocabulary; GPT-2 has one, <|endoftext|> = 50256)."""
+        tk = _require_tokenizers()
+        tokenizer = cls._byte_level(tk.models.BPE.from_file(os.fspath(vocab_file),
+                                                            os.fspath(merges_file)))
+        missing = [t for t in special_tokens if tokenizer.token_to_id(t) is None]
+        if missing:
+            raise ValueError(f"BPETokenizer.from_gpt2_files: special tokens {missing} are not in "
+                             f"{vocab_file}")
+        tokenizer.add_special_tokens(list(special_tokens))
+        return cls(tokenizer)
+
+    def encode(self, text):
+        return self.tokenizer.encode(text).ids
+
+    def decode(self, ids):
+        return self.tokenizer.decode(_ids(ids), skip_special_tokens=False)
+
+    def token_to_id(self, token):
+        return self.tokenizer.token_to_id(token)
+
+    def save(self, path):
+        self.tokenizer.save(os.fspath(path))
+
+
+def load_tokenizer(path):
+    """Read back any tokenizer saved here: a JSON file written by CharTokenizer/ByteTokenizer
+    `save`, a Hugging Face tokenizer.json, or a folder holding tokenizer.json or GPT-2's
+    vocab.json + merges.txt."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        if os.path.exists(os.path.join(path, "tokenizer.json")):
+            return load_tokenizer(os.path.join(path, "tokenizer.json"))
+        vocab, merges = os.path.join(path, "vocab.json"), os.path.join(path, "merges.txt")
+        if os.path.exists(vocab) and os.path.exists(merges):
+            return BPETokenizer.from_gpt2_files(vocab, merges)
+        raise FileNotFoundError(f"load_tokenizer: {path} holds neither tokenizer.json nor "
+                                "vocab.json + merges.txt")
+    with open(path, encoding="utf-8") as f:
+        spec = json.load(f)
+    kind = spec.get("type") if isinstance(spec, dict) else None
+    if kind == "char":
+        return CharTokenizer(spec["chars"])
+    if kind == "byte":
+        return ByteTokenizer()
+    if isinstance(spec, dict) and "model" in spec:
+        return BPETokenizer.from_file(path)
+    raise ValueError(f"load_tokenizer: {path} is not a tokenizer file (expected a 'type' of "
+                     f"'char' or 'byte', or a Hugging Face tokenizer.json)")
+
+
+def _write_json(path, spec):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(spec, f, ensure_ascii=False)

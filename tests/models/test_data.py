@@ -1,0 +1,26 @@
+"""The default corpus and random training windows."""
+import pytest
+
+import tensorgrad as tg
+from tensorgrad.models.data import python_stdlib_corpus, random_windows
+
+
+def test_stdlib_corpus_is_a_fixed_selection():
+    text = python_stdlib_corpus(200_000)
+    assert len(text) == 200_000
+    assert text.startswith("# file: argparse.py\n")
+    assert python_stdlib_corpus(200_000) == text
+    assert python_stdlib_corpus(100_000) == text[:100_000]
+
+
+def test_random_windows_are_shifted_by_one():
+    ids = tg.arange(100)
+    x, y = random_windows(ids, batch_size=5, block_size=8)
+    assert x.shape == y.shape == (5, 8) and x.dtype == tg.int64
+    assert (y - x).tolist() == [[1] * 8] * 5  # consecutive ids: targets are the next ones
+    tg.manual_seed(4)
+    first = random_windows(ids, 5, 8)[0].tolist()
+    tg.manual_seed(4)
+    assert random_windows(ids, 5, 8)[0].tolist() == first
+    with pytest.raises(ValueError, match="more than block_size=8"):
+        random_windows(tg.arange(8), 2, 8)

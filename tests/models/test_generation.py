@@ -1,0 +1,134 @@
+"""Generation: the sampling filters, determinism under a seed, the KV cache (same tokens as
+without it), left-padded batches, stop tokens."""
+import numpy as np
+import pytest
+
+import tensorgrad as tg
+from tensorgrad.models import GPT, GPTConfig, generate
+from tensorgrad.models.generation import (
+    next_token, pad_prompts, positions_from_mask, sample, top_k_filter, top_p_filter,
+)
+
+
+@pytest.fixture
+def model():
+    return GPT(GPTConfig.tiny(n_embd=32)).eval()
+
+
+# --- choosing the next token ---------------------------------------------------------------------
+def test_top_k_keeps_the_k_largest():
+    logits = tg.tensor([[1.0, 5.0, 3.0, 4.0, 2.0], [0.0, -1.0, 2.0, 1.0, 3.0]])
+    kept = np.isfinite(top_k_filter(logits, 2).numpy())
+    assert kept.tolist() == [[False, True, False, True, False], [False, False, True, False, True]]
+    assert top_k_filter(logits, 10) is logits
+    with pytest.raises(ValueError, match="positive integer"):
+        top_k_filter(logits, 0)
+
+
+def test_top_p_keeps_the_nucleus():
+    probs = np.array([[0.5, 0.3, 0.15, 0.05], [0.05, 0.9, 0.03, 0.02]])
+    logits = tg.tensor(np.log(probs).astype(np.float32))
+    # 0.5 + 0.3 >= 0.7: two tokens; 0.9 alone passes 0.7
+    kept = np.isfinite(top_p_filter(logits, 0.7).numpy())
+    assert kept.tolist() == [[True, True, False, False], [False, True, False, False]]
+    assert np.isfinite(top_p_filter(logits, 1.0).numpy()).all()
+    assert np.isfinite(top_p_filter(logits, 1e-6).numpy()).sum(1).tolist() == [1, 1]
+    with pytest.raises(ValueError, match=r"p must be in \(0, 1\]"):
+        top_p_filter(logits, 1.5)
+
+
+def test_sample_follows_the_probabilities():
+    probs = tg.tensor([[0.1, 0.0, 0.6, 0.3]] * 20000)
+    draws = sample(probs).numpy()
+    counts = np.bincount(draws, minlength=4) / len(draws)
+    assert counts[1] == 0  # a zero-probability token is never drawn
+    np.testing.assert_allclose(counts, [0.1, 0.0, 0.6, 0.3], atol=0.015)
+
+
+def test_next_token_greedy_and_seeded_sampling():
+    logits = tg.randn(4, 50)
+    assert next_token(logits, temperature=0).tolist() == logits.argmax(-1).tolist()
+    assert next_token(logits, top_k=1).tolist() == logits.argmax(-1).tolist()
+    tg.manual_seed(3)
+    first = next_token(logits, temperature=0.8, top_p=0.9)
+    tg.manual_seed(3)
+    assert next_token(logits, temperature=0.8, top_p=0.9).tolist() == first.tolist()
+    with pytest.raises(ValueError, match="temperature must be >= 0"):
+        next_token(logits, temperature=-1)
+
+
+def test_pad_prompts_left_pads_and_positions_skip_padding():
+    ids, mask = pad_prompts([[5, 6, 7], [8]], pad_token_id=0)
+    assert ids.tolist() == [[5, 6, 7], [0, 0, 8]]
+    assert mask.tolist() == [[1, 1, 1], [0, 0, 1]]
+    assert positions_from_mask(mask).tolist() == [[0, 1, 2], [0, 0, 0]]
+    with pytest.raises(ValueError, match="non-empty prompts"):
+        pad_prompts([[1], []])
+
+
+# --- the loop -------------------------------------------------------------------------------------
+def test_cached_forward_matches_full_forward(model):
+    ids = tg.randint(0, 64, (2, 10))
+    with tg.no_grad():
+        full, _ = model(ids)
+        cache = model.make_cache()
+        first, _ = model(ids[:, :6], cache=cache)
+        rest = [model(ids[:, t:t + 1], cache=cache)[0] for t in range(6, 10)]
+    stepped = tg.cat([first] + rest, dim=1)
+    np.testing.assert_allclose(stepped.numpy(), full.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("options", [dict(temperature=0), dict(temperature=1.0, top_k=10),
+                                     dict(temperature=0.9, top_p=0.8)])
+def test_cached_and_uncached_generation_give_the_same_tokens(device, options):
+    model = GPT(GPTConfig.tiny(n_embd=32), device=device).eval()
+    prompt = tg.randint(0, 64, (2, 5), device=device)
+    # 40 new tokens run past block_size=32, where the context starts to slide
+    cached = generate(model, prompt, 40, seed=7, use_cache=True, **options)
+    uncached = generate(model, prompt, 40, seed=7, use_cache=False, **options)
+    assert cached.shape == (2, 45)
+    assert cached.tolist() == uncached.tolist()
+    assert cached[:, :5].tolist() == prompt.tolist()
+
+
+def test_seed_makes_sampling_reproducible(model):
+    prompt = tg.randint(0, 64, (3, 4))
+    a = model.generate(prompt, 12, seed=1)
+    b = model.generate(prompt, 12, seed=1)
+    c = model.generate(prompt, 12, seed=2)
+    assert a.tolist() == b.tolist()
+    assert a.tolist() != c.tolist()
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_left_padded_batch_matches_each_prompt_alone(model, use_cache):
+    prompts = [[3, 14, 15, 9, 2, 6], [5, 3], [58, 9, 7]]
+    ids, mask = pad_prompts(prompts, pad_token_id=0)
+    batch = generate(model, ids, 8, temperature=0, attention_mask=mask, use_cache=use_cache)
+    for row, prompt in zip(batch.tolist(), prompts):
+        alone = generate(model, tg.tensor([prompt]), 8, temperature=0, use_cache=use_cache)
+        assert row[-8:] == alone.tolist()[0][-8:]
+
+
+def test_stop_tokens_end_rows_and_generation(model):
+    prompt = tg.tensor([[1, 2, 3], [4, 5, 6]])
+    free = generate(model, prompt, 6, temperature=0).tolist()
+    stop = free[0][3]  # row 0's first new token
+    out = generate(model, prompt, 6, temperature=0, stop_tokens=[stop], pad_token_id=63).tolist()
+    assert out[0][3] == stop and set(out[0][4:]) <= {63}
+    if stop not in free[1][3:]:
+        assert out[1] == free[1]
+    both = generate(model, prompt[:1], 6, temperature=0, stop_tokens=[stop])
+    assert both.shape == (1, 4)  # every row stopped: generation ends early
+
+
+def test_generate_runs_without_grad_and_restores_the_mode(model):
+    model.train()
+    out = generate(model, tg.tensor([[1, 2]]), 3)
+    assert not out.requires_grad and out.dtype == tg.int64
+    assert model.training
+    assert all(p.grad is None for p in model.parameters())
+    with pytest.raises(ValueError, match=r"input_ids must be \(B, T\) integer ids"):
+        generate(model, tg.tensor([1, 2]), 3)
+    with pytest.raises(ValueError, match="attention_mask of shape"):
+        generate(model, tg.tensor([[1, 2]]), 3, attention_mask=tg.tensor([[1]]))
