@@ -1,5 +1,5 @@
 # Two entry points for a fresh machine with python3, pip and make:
-#   make demo   creates .venv, installs tensorgrad, runs the main demo
+#   make demo   creates .venv, installs tensorgrad, trains a character-level GPT on the stdlib
 #   make test   creates .venv, installs tensorgrad[dev], runs the test suite
 PYTHON ?= python3
 VENV := .venv
@@ -20,7 +20,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(PY)
 	touch $@
 
 demo: $(VENV)/.installed-examples
-	$(PY) examples/demo.py
+	$(PY) examples/train_gpt.py
 
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest -q $(PYTEST_ARGS)

@@ -255,13 +255,17 @@ class Tensor:
     def normal_(self, mean=0.0, std=1.0):
         self._inplace("normal_")
         sample = self._backend.random_normal(self.data.shape, self.dtype)
-        self.data[...] = sample * std + mean
+        sample *= std
+        sample += mean
+        self.data[...] = sample
         return self
 
     def uniform_(self, a=0.0, b=1.0):
         self._inplace("uniform_")
         sample = self._backend.random_uniform(self.data.shape, self.dtype)
-        self.data[...] = sample * (b - a) + a
+        sample *= b - a
+        sample += a
+        self.data[...] = sample
         return self
 
     def __setitem__(self, index, value):
