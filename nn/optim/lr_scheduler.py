@@ -99,12 +99,12 @@ class WarmupConstantLR(LRScheduler):
         return _warmup(step, self.warmup_steps) if step < self.warmup_steps else 1.0
 
 
-class WarmupLinearLR(LRScheduler):
-    """Linear warmup, then a straight line from the initial lr at step warmup_steps down to
-    min_lr_ratio * initial lr at total_steps, where it stays (BERT's schedule)."""
+class _WarmupDecayLR(LRScheduler):
+    """Linear warmup to the initial lr, then a decay from it at step warmup_steps down to
+    min_lr_ratio * initial lr at total_steps, where it stays; subclasses give the curve."""
 
     def __init__(self, optimizer, warmup_steps, total_steps, min_lr_ratio=0.0, last_epoch=-1):
-        _check_warmup("WarmupLinearLR", warmup_steps, total_steps)
+        _check_warmup(type(self).__name__, warmup_steps, total_steps)
         self.warmup_steps, self.total_steps = warmup_steps, total_steps
         self.min_lr_ratio = min_lr_ratio
         super().__init__(optimizer, last_epoch)
@@ -113,25 +113,27 @@ class WarmupLinearLR(LRScheduler):
         if step < self.warmup_steps:
             return _warmup(step, self.warmup_steps)
         progress = min(1.0, (step - self.warmup_steps) / (self.total_steps - self.warmup_steps))
-        return 1.0 - (1.0 - self.min_lr_ratio) * progress
+        return self.min_lr_ratio + (1.0 - self.min_lr_ratio) * self.remaining(progress)
+
+    def remaining(self, progress):
+        """The share of the decay still to go after `progress` (0 -> 1) of it."""
+        raise NotImplementedError
 
 
-class WarmupCosineLR(LRScheduler):
-    """Linear warmup, then half a cosine from the initial lr at step warmup_steps down to
-    min_lr_ratio * initial lr at total_steps, where it stays (GPT-style training)."""
+class WarmupLinearLR(_WarmupDecayLR):
+    """Linear warmup, then a straight line down to min_lr_ratio * initial lr at total_steps
+    (BERT's schedule)."""
 
-    def __init__(self, optimizer, warmup_steps, total_steps, min_lr_ratio=0.0, last_epoch=-1):
-        _check_warmup("WarmupCosineLR", warmup_steps, total_steps)
-        self.warmup_steps, self.total_steps = warmup_steps, total_steps
-        self.min_lr_ratio = min_lr_ratio
-        super().__init__(optimizer, last_epoch)
+    def remaining(self, progress):
+        return 1.0 - progress
 
-    def factor(self, step):
-        if step < self.warmup_steps:
-            return _warmup(step, self.warmup_steps)
-        progress = min(1.0, (step - self.warmup_steps) / (self.total_steps - self.warmup_steps))
-        cosine = 0.5 * (1.0 + math.cos(math.pi * progress))
-        return self.min_lr_ratio + (1.0 - self.min_lr_ratio) * cosine
+
+class WarmupCosineLR(_WarmupDecayLR):
+    """Linear warmup, then half a cosine down to min_lr_ratio * initial lr at total_steps
+    (GPT-style training)."""
+
+    def remaining(self, progress):
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 class WarmupInverseSqrtLR(LRScheduler):
