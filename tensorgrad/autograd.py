@@ -381,9 +381,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                                                node.in_dtypes):
                 if parent is None or g is None:
                     continue
-                if g.shape != shape:
+                if g.data.shape != shape:
                     g = sum_to(g, shape)
-                if g.dtype != dtype:
+                if g.data.dtype != dtype:
                     g = g.to(dtype)
                 if check:
                     _check_finite(g.data, g._backend,

@@ -37,13 +37,13 @@ def as_operand(value, like):
     if isinstance(value, Tensor):
         return value
     if isinstance(value, _SCALARS):
-        backend = like._backend
-        dtype = scalar_dtype(value, like.data.dtype)
-        key = (value, type(value), dtype, backend, str(value) if value == 0 else None)  # -0.0
+        backend, like_dtype = like._backend, like.data.dtype
+        key = (value, type(value), like_dtype, backend, str(value) if value == 0 else None)  # -0.0
         constant = _constants.get(key)
         if constant is None:
             if len(_constants) > 1024:
                 _constants.clear()
+            dtype = scalar_dtype(value, like_dtype)
             constant = Tensor._wrap(backend.asarray(value, dtype=dtype), backend, False, None,
                                     None)
             _constants[key] = constant
