@@ -229,7 +229,7 @@ class Node:
     """A recorded application of a primitive; it is also the `ctx` a VJP rule receives."""
 
     __slots__ = ("prim", "parents", "saved", "versions", "attrs", "scope", "in_shapes",
-                 "in_dtypes", "out_data", "needs_grad", "backend", "extra", "__weakref__")
+                 "in_dtypes", "out_data", "backend", "extra", "__weakref__")
 
     def __init__(self, prim, args, attrs, out_data, backend):
         self.prim = prim
@@ -238,27 +238,40 @@ class Node:
         self.attrs = attrs
         self.scope = _scope
         self.out_data = out_data
-        # Comprehensions rather than one loop: this runs once per recorded op.
-        self.parents = [None if a is None or not a.requires_grad else (a._node or a)
-                        for a in args]
-        self.needs_grad = [p is not None for p in self.parents]
-        self.in_shapes = [None if a is None else a.data.shape for a in args]
-        self.in_dtypes = [None if a is None else a.data.dtype for a in args]
+        # One pass, no helpers: this runs once per recorded op.
+        self.parents = parents = []
+        self.in_shapes = shapes = []
+        self.in_dtypes = dtypes = []
+        for a in args:
+            if a is None:
+                parents.append(None)
+                shapes.append(None)
+                dtypes.append(None)
+                continue
+            data = a.data
+            shapes.append(data.shape)
+            dtypes.append(data.dtype)
+            parents.append((a._node or a) if a.requires_grad else None)
         saves = prim.saves
         self.saved = args if saves == "all" else [args[i] for i in saves]
-        self.versions = [t._version[0] for t in self.saved if t is not None]
+        self.versions = [None if t is None else t._version[0] for t in self.saved]
 
     @property
     def name(self):
         return self.prim.name
 
     @property
+    def needs_grad(self):
+        """One bool per input: does it want a gradient (a VJP may skip the others)."""
+        return [p is not None for p in self.parents]
+
+    @property
     def inputs(self):
         """The saved inputs, in the order the primitive's `saves` lists them."""
         if self.saved is None:
             raise RuntimeError(_freed_message(self))
-        for tensor, version in zip((t for t in self.saved if t is not None), self.versions):
-            if tensor._version[0] != version:
+        for tensor, version in zip(self.saved, self.versions):
+            if version is not None and tensor._version[0] != version:
                 raise RuntimeError(
                     f"{self.prim.name}{_node_where(self)}: an input saved for backward was modified "
                     f"in place (version {version} -> {tensor._version[0]}); clone it before "
@@ -369,13 +382,14 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     captured[i] = grad
                 if partial:
                     continue
-            if node.prim.vjp is None:
-                raise RuntimeError(f"{node.prim.name} has no gradient rule")
-            if create_graph and node.prim.composite is not None:
+            prim = node.prim
+            if prim.vjp is None:
+                raise RuntimeError(f"{prim.name} has no gradient rule")
+            if create_graph and prim.composite is not None:
                 in_grads = _composite_vjp(node, grad)
             else:
-                in_grads = node.prim.vjp(node, grad)
-            if not isinstance(in_grads, tuple):
+                in_grads = prim.vjp(node, grad)
+            if type(in_grads) is not tuple:
                 in_grads = (in_grads,)
             for parent, g, shape, dtype in zip(node.parents, in_grads, node.in_shapes,
                                                node.in_dtypes):
@@ -387,11 +401,17 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     g = g.to(dtype)
                 if check:
                     _check_finite(g.data, g._backend,
-                                  f"the gradient of op '{node.prim.name}'{_node_where(node)}")
+                                  f"the gradient of op '{prim.name}'{_node_where(node)}")
                 if type(parent) is Node:
                     key = id(parent)
                     previous = grads.get(key)
-                    grads[key] = g if previous is None else previous + g
+                    if previous is None:
+                        grads[key] = g
+                    elif create_graph:
+                        grads[key] = previous + g
+                    else:  # same shape and dtype by now: add the arrays, skip the op machinery
+                        grads[key] = Tensor._wrap(previous.data + g.data, g._backend, False,
+                                                  None, None)
                 else:
                     _deliver(parent, g, captured, wanted, create_graph, owned)
             if not retain_graph:

@@ -148,7 +148,7 @@ def test_torch_side_of_each_workload_runs(name):
     if "torch" not in module.FRAMEWORKS:
         pytest.skip(f"{name} has no torch side")
     rows = module.run(workloads.Env("torch", "cpu", "tiny"))
-    assert rows and all(r["median"] > 0 for r in rows)
+    assert rows and all(r["median"] >= 0 for r in rows)
 
 
 def _result(rows):

@@ -33,7 +33,7 @@ def run(env):
     return [row(case, "ms/step", scale(stats, 1e3)),
             row(case, "tokens/s", rate(stats, batch * T), better="higher"),
             row(case, "peak RSS MiB", single(max(peak, imports_peak))),
-            row(case, "RSS growth MiB", single(peak - before))]
+            row(case, "RSS growth MiB", single(max(peak - before, 0.0)))]
 
 
 def _tensorgrad(env, config):
