@@ -2,10 +2,12 @@
 
 Why a primitive (benchmarks/attention.py): the composite matmul -> softmax -> matmul keeps the
 (..., Tq, Tk) probabilities, and with a mask the masked scores too, alive until backward. This
-primitive saves only q, k, v, the additive bias and its (..., Tq, Ev) output; its VJP recomputes
-the probabilities from q and k. Inputs longer than one tile take a tiled path (FlashAttention's
-online softmax) that never holds the whole (Tq, Tk) matrix, forward or backward, so memory grows
-linearly with T. The composite stays in tests/tensorgrad/test_attention_op.py as the oracle.
+primitive saves only q, k, v, the additive bias, its (..., Tq, Ev) output and one log-sum-exp per
+query row; its VJP rebuilds the probabilities block by block from q, k and those. Inputs longer
+than one tile take a tiled path (FlashAttention's online softmax) that never holds the whole
+(Tq, Tk) matrix, forward or backward, so memory grows linearly with T. The composite
+(`_attention_composite`, matmul -> softmax -> matmul) is what create_graph differentiates and
+what the tests compare against.
 
 Masks follow torch.nn.functional.scaled_dot_product_attention: a bool mask is True where a query
 MAY attend; a float mask is added to the scores (0 keeps, -inf removes) and may require grad
@@ -19,12 +21,11 @@ torch.finfo(dtype).min everywhere, or a bool mask that is all False).
 """
 import math
 
-from ..autograd import is_grad_enabled, primitive
+from ..autograd import primitive
 from ..tensor import Tensor
 from .elementwise import maximum, where
 from .fused import softmax
 from .operands import require_float
-from .shape import cat, pad
 
 # Rows and columns of scores per tile. Once both lengths exceed one tile, the tiled path runs:
 # its memory grows linearly with T, and working in cache-sized blocks (skipping those above a
@@ -84,14 +85,16 @@ def _masked_scores(xp, q, k, bias, mask, causal, scale, rows, cols):
 
 
 def _softmax_(xp, s):
-    """Row softmax of masked scores, in place (fresh (Tq, Tk) arrays are costly to fill);
-    rows with every score removed become 0."""
+    """Row softmax of masked scores, in place (fresh (Tq, Tk) arrays are costly to fill).
+    Returns the probabilities and each row's log-sum-exp; rows with every score removed become
+    0 and get a log-sum-exp of +inf, so that exp(score - lse) is 0 there too."""
     top = s.max(axis=-1, keepdims=True)
     s -= top
     xp.exp(s, out=s)
-    s *= 1 / s.sum(axis=-1, keepdims=True)
+    total = s.sum(axis=-1, keepdims=True)
+    s *= 1 / total
     _zero_dead_rows(xp, s, top)
-    return s
+    return s, _log_sum_exp(xp, top, total)
 
 
 def _zero_dead_rows(xp, x, top):
@@ -100,18 +103,22 @@ def _zero_dead_rows(xp, x, top):
         x *= ~dead
 
 
+def _log_sum_exp(xp, top, total):
+    lse = top + xp.log(total)
+    return xp.where(top == xp.finfo(top.dtype).min, xp.inf, lse).astype(top.dtype)
+
+
 def _tiled(xp, q, k, v, bias, mask, causal, scale):
     """The same output, one TILE x TILE block of scores at a time with an online softmax
     (Milakov & Gimelshein, 2018; Dao et al.'s FlashAttention): each block rescales the running
     row sums and outputs by exp(old max - new max). Memory per step is one block, not the
-    (Tq, Tk) matrix; with is_causal, blocks wholly above the diagonal are skipped."""
+    (Tq, Tk) matrix; with is_causal, blocks wholly above the diagonal are skipped. Returns the
+    output and the rows' log-sum-exps."""
     tq, tk = q.shape[-2], k.shape[-2]
-    blocks = []
-    for i in range(0, tq, TILE):
-        rows = slice(i, min(i + TILE, tq))
+    blocks, lses = [], []
+    for rows in _spans(tq, TILE):
         top = total = out = None
-        for j in range(0, min(tk, rows.stop) if causal else tk, TILE):
-            cols = slice(j, min(j + TILE, tk))
+        for cols in _spans(min(tk, rows.stop) if causal else tk, TILE):
             s = _masked_scores(xp, q, k, bias, mask, causal, scale, rows, cols)
             new_top = s.max(axis=-1, keepdims=True)
             if top is not None:
@@ -129,76 +136,80 @@ def _tiled(xp, q, k, v, bias, mask, causal, scale):
         out *= 1 / total
         _zero_dead_rows(xp, out, top)
         blocks.append(out)
-    return xp.concatenate(blocks, axis=-2)
+        lses.append(_log_sum_exp(xp, top, total))
+    return xp.concatenate(blocks, axis=-2), xp.concatenate(lses, axis=-2)
 
 
-@primitive("scaled_dot_product_attention", saves=(0, 1, 2, 3), saves_out=True)
+def _spans(length, step):
+    return [slice(i, min(i + step, length)) for i in range(0, length, step)]
+
+
+def _attention_composite(q, k, v, bias, mask, causal, scale, dropout, tiled):
+    """The primitive in tensorgrad ops (the whole matrix), differentiated under create_graph."""
+    whole = slice(0, q.shape[-2]), slice(0, k.shape[-2])
+    p = _probabilities(q, k, bias, mask, causal, scale, *whole)
+    if dropout is not None:
+        p = p * _constant(dropout, q._backend)
+    return p @ v  # (..., Tq, Tk) @ (..., Tk, Ev) -> (..., Tq, Ev)
+
+
+@primitive("scaled_dot_product_attention", saves=(0, 1, 2, 3), saves_out=True, saves_extra=True,
+           composite=_attention_composite)
 def _attention(xp, q, k, v, bias, mask, causal, scale, dropout, tiled):
     if tiled:
         return _tiled(xp, q, k, v, bias, mask, causal, scale)
     whole = slice(0, q.shape[-2]), slice(0, k.shape[-2])
-    p = _softmax_(xp, _masked_scores(xp, q, k, bias, mask, causal, scale, *whole))
+    p, lse = _softmax_(xp, _masked_scores(xp, q, k, bias, mask, causal, scale, *whole))
     if dropout is not None:
         p = p * dropout
-    return xp.matmul(p, v)  # (..., Tq, Tk) @ (..., Tk, Ev) -> (..., Tq, Ev)
+    return xp.matmul(p, v), lse  # (..., Tq, Tk) @ (..., Tk, Ev) -> (..., Tq, Ev)
 
 
-# --- its VJP, in tensorgrad ops -----------------------------------------------------------------
 @_attention.defvjp
 def _attention_vjp(ctx, g):
     # With O = P V and P = softmax(S): dV = P^T dO, dP = dO V^T and
     # dS = P * (dP - rowsum(dP * P)), where rowsum(dP * P) = rowsum(dO * O) (FlashAttention's
-    # trick: an (..., Tq) sum over the output, not over the (..., Tq, Tk) matrix).
-    # The tiled path recomputes P for TILE query rows at a time (only the keys they can see).
-    q, k, v, bias = ctx.inputs
-    a = ctx.attrs
-    tq, tk = q.shape[-2], k.shape[-2]
+    # trick: an (..., Tq) sum over the output, not over the (..., Tq, Tk) matrix). Each block of
+    # P is rebuilt from the scores and the saved row log-sum-exps, exp(S - lse), so the tiled
+    # path holds one TILE x TILE block at a time here too. Arrays throughout: the composite
+    # covers create_graph.
+    q, k, v, bias = (None if t is None else t.data for t in ctx.inputs)
+    a, xp, lse = ctx.attrs, ctx.backend, ctx.extra
     needs_q, needs_k, needs_v, needs_bias = ctx.needs_grad
-    dropout = None if a["dropout"] is None else _constant(a["dropout"], q._backend)
-    delta = (g * ctx.out).sum(-1, keepdim=True)  # (..., Tq, 1)
-    step = TILE if a["tiled"] else tq
-    dq, dk, dv, dbias = [], None, None, []
-    for i in range(0, tq, step):
-        rows = slice(i, min(i + step, tq))
-        cols = slice(0, min(tk, rows.stop) if a["tiled"] and a["causal"] else tk)
-        p = _recompute(q, k, bias, a, rows, cols)  # (..., r, c)
-        drop = None if dropout is None else _tile(dropout, rows, cols)
+    g, scale, dropout = g.data, a["scale"], a["dropout"]
+    tq, tk = q.shape[-2], k.shape[-2]
+    delta = (g * ctx.out_data).sum(axis=-1, keepdims=True)  # (..., Tq, 1)
+    batch = g.shape[:-2]
+    dq = xp.zeros(batch + q.shape[-2:], q.dtype) if needs_q else None
+    dk = xp.zeros(batch + k.shape[-2:], k.dtype) if needs_k else None
+    dv = xp.zeros(batch + v.shape[-2:], v.dtype) if needs_v else None
+    dbias = xp.zeros(_broadcast_shapes(batch + (tq, tk), bias.shape), bias.dtype) \
+        if needs_bias else None
+    step = TILE if a["tiled"] else max(tq, tk, 1)
+    for rows in _spans(tq, step):
         g_rows = g[..., rows, :]
-        if needs_v:
-            kept = p if drop is None else p * drop
-            dv = _accumulate(dv, kept.mT @ g_rows, tk)  # (..., c, r) @ (..., r, Ev)
-        if not (needs_q or needs_k or needs_bias):
-            continue
-        dp = g_rows @ v[..., cols, :].mT  # (..., r, Ev) @ (..., Ev, c) -> (..., r, c)
-        if drop is not None:
-            dp = dp * drop
-        ds = p * (dp - delta[..., rows, :])
-        if needs_q:
-            dq.append((ds @ k[..., cols, :]) * a["scale"])  # (..., r, c) @ (..., c, E)
-        if needs_k:
-            dk = _accumulate(dk, (ds.mT @ q[..., rows, :]) * a["scale"], tk)  # (..., c, E)
-        if needs_bias:
-            dbias.append(pad(ds, (0, tk - cols.stop)) if cols.stop < tk else ds)
-    return (cat(dq, dim=-2) if dq else None, dk, dv, cat(dbias, dim=-2) if dbias else None)
-
-
-def _recompute(q, k, bias, a, rows, cols):
-    """The probabilities of the `rows` x `cols` block for the VJP: differentiable when the
-    backward itself is being recorded (create_graph), otherwise a constant computed in place."""
-    if is_grad_enabled():
-        return _probabilities(q, k, bias, a["mask"], a["causal"], a["scale"], rows, cols)
-    xp = q._backend
-    s = _masked_scores(xp, q.data, k.data, None if bias is None else bias.data, a["mask"],
-                       a["causal"], a["scale"], rows, cols)
-    return _constant(_softmax_(xp, s), xp)
-
-
-def _accumulate(total, part, length):
-    """total + part, with part's rows (dim -2) zero-padded to `length` (a causal tile sees only
-    the first keys)."""
-    if part.shape[-2] < length:
-        part = pad(part, (0, 0, 0, length - part.shape[-2]))
-    return part if total is None else total + part
+        for cols in _spans(min(tk, rows.stop) if a["tiled"] and a["causal"] else tk, step):
+            p = _masked_scores(xp, q, k, bias, a["mask"], a["causal"], scale, rows, cols)
+            p -= lse[..., rows, :]
+            xp.exp(p, out=p)  # (..., r, c)
+            drop = None if dropout is None else _tile(dropout, rows, cols)
+            if needs_v:
+                kept = p if drop is None else p * drop
+                dv[..., cols, :] += xp.matmul(xp.swapaxes(kept, -1, -2), g_rows)  # (c,r)@(r,Ev)
+            if not (needs_q or needs_k or needs_bias):
+                continue
+            ds = xp.matmul(g_rows, xp.swapaxes(v[..., cols, :], -1, -2))  # (r, Ev) @ (Ev, c)
+            if drop is not None:
+                ds *= drop
+            ds -= delta[..., rows, :]
+            ds *= p
+            if needs_q:
+                dq[..., rows, :] += xp.matmul(ds, k[..., cols, :]) * scale  # (r, c) @ (c, E)
+            if needs_k:
+                dk[..., cols, :] += xp.matmul(xp.swapaxes(ds, -1, -2), q[..., rows, :]) * scale
+            if needs_bias:
+                dbias[..., rows, cols] = ds
+    return tuple(None if d is None else _constant(d, xp) for d in (dq, dk, dv, dbias))
 
 
 def _probabilities(q, k, bias, mask, causal, scale, rows, cols):
