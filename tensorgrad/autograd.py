@@ -273,9 +273,9 @@ class Node:
         for tensor, version in zip(self.saved, self.versions):
             if version is not None and tensor._version[0] != version:
                 raise RuntimeError(
-                    f"{self.prim.name}{_node_where(self)}: an input saved for backward was modified "
-                    f"in place (version {version} -> {tensor._version[0]}); clone it before "
-                    "modifying, or modify it outside the graph")
+                    f"{self.prim.name}{_node_where(self)}: an input saved for backward was "
+                    f"modified in place (version {version} -> {tensor._version[0]}); clone it "
+                    "before modifying, or modify it outside the graph")
         return self.saved
 
     @property

@@ -127,7 +127,8 @@ class Tensor:
         if self._node is not None and not requires_grad:
             raise RuntimeError("requires_grad_(False) on a non-leaf tensor; use detach()")
         if requires_grad and self.dtype.kind not in "fc":
-            raise RuntimeError(f"only floating point tensors can require gradients, got {self.dtype}")
+            raise RuntimeError(f"only floating point tensors can require gradients, got "
+                               f"{self.dtype}")
         self.requires_grad = requires_grad
         return self
 

@@ -102,7 +102,7 @@ def cuda_is_available():
 
 
 def set_default_device(device):
-    """Device used by creation functions when none is given (initially $TENSORGRAD_DEVICE or cpu)."""
+    """Device for creation functions given none (initially $TENSORGRAD_DEVICE, else cpu)."""
     global _default_device
     _default_device = normalize_device(device) if device is not None else None
 

@@ -1,4 +1,4 @@
-"""The GPU backend: CuPy arrays on one CUDA device. Imported only when a cuda tensor is asked for."""
+"""The GPU backend: CuPy arrays on one CUDA device, imported only when a cuda tensor is made."""
 import cupy
 import cupyx
 import cupyx.scipy.special

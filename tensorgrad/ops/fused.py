@@ -8,7 +8,7 @@ matmuls); they name their composite, which the engine differentiates under creat
 """
 from ..autograd import primitive
 from ..tensor import Tensor
-from .elementwise import rsqrt, where
+from .elementwise import rsqrt
 from .operands import normalize_dim, require_float
 
 

@@ -84,7 +84,7 @@ def linear(input, weight, bias=None):
     return _linear(input, weight, bias)
 
 
-# --- einsum ----------------------------------------------------------------------------------------
+# --- einsum ---------------------------------------------------------------------------------------
 @primitive("einsum", saves="all")
 def _einsum(xp, *arrays, equation):
     return xp.einsum(equation, *arrays)

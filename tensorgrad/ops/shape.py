@@ -75,7 +75,7 @@ def unsqueeze(x, dim):
     return reshape(x, x.shape[:dim] + (1,) + x.shape[dim:])
 
 
-# --- permute / transpose ---------------------------------------------------------------------------
+# --- permute / transpose --------------------------------------------------------------------------
 @primitive("permute", view=True)
 def _permute(xp, x, dims):
     return x.transpose(dims)
