@@ -274,57 +274,53 @@ def _gelu_composite(x, approximate):
 
 # Fused: the composite is 6-8 elementwise ops and as many again in backward (benchmarks/
 # gpt_step); here the forward is in-place passes over one buffer and the VJP one expression.
-@primitive("gelu", saves=(0,), composite=_gelu_composite)
+@primitive("gelu", saves=(0,), saves_extra=True, composite=_gelu_composite)
 def _gelu(xp, x, approximate):
-    y = xp.empty_like(x)  # an array even for 0-d x, so the passes below work in place
+    # gelu(x) = 0.5 x gate(x), gate = 1 + tanh(u) or 1 + erf(x / sqrt 2); the gate is kept for
+    # the VJP, which then needs no tanh or erf of its own.
+    gate = xp.empty_like(x)  # an array even for 0-d x, so the passes below work in place
     if approximate == "tanh":
-        xp.multiply(x, x, out=y)
-        y *= _GELU_CUBIC
-        y += 1.0
-        y *= x
-        y *= _SQRT_2_OVER_PI
-        xp.tanh(y, out=y)
+        xp.multiply(x, x, out=gate)
+        gate *= _GELU_CUBIC
+        gate += 1.0
+        gate *= x
+        gate *= _SQRT_2_OVER_PI
+        xp.tanh(gate, out=gate)
     else:
-        y[...] = xp.erf(x * (1.0 / math.sqrt(2.0)))
-    y += 1.0
-    y *= x
+        gate[...] = xp.erf(x * (1.0 / math.sqrt(2.0)))
+    gate += 1.0
+    y = x * gate
     y *= 0.5
-    return y
+    return y, gate
 
 
 @_gelu.defvjp
 def _gelu_vjp(ctx, g):
-    # In-place passes over three buffers: each fresh temporary of this size costs as much as
-    # the arithmetic (page faults on new memory).
+    # In-place passes over two buffers: each fresh temporary of this size costs as much as the
+    # arithmetic (page faults on new memory).
     x, = ctx.inputs
-    xp, x = x._backend, x.data.reshape(x.shape or (1,))  # 0-d would turn into NumPy scalars
+    gate, xp = ctx.extra, ctx.backend
+    x, gate = x.data.reshape(x.shape or (1,)), gate.reshape(x.shape or (1,))  # 0-d: no scalars
+    slope = x * x
     if ctx.attrs["approximate"] == "tanh":
-        # d/dx 0.5 x (1 + tanh u) = 0.5 (1 + t) + 0.5 x (1 - t^2) u',  u = c (x + 0.044715 x^3)
-        du = x * x
-        t = du * _GELU_CUBIC
-        t += 1.0
-        t *= x
-        t *= _SQRT_2_OVER_PI
-        xp.tanh(t, out=t)
-        du *= 3.0 * _GELU_CUBIC * _SQRT_2_OVER_PI
-        du += _SQRT_2_OVER_PI  # u' = c (1 + 3 * 0.044715 x^2)
-        slope = t * t
-        xp.subtract(1.0, slope, out=slope)
-        slope *= du
+        # d/dx 0.5 x (1 + t) = 0.5 (1 + t) (1 + x (1 - t) u'),  t = tanh u = gate - 1,
+        # u' = c (1 + 3 * 0.044715 x^2)
+        slope *= 3.0 * _GELU_CUBIC * _SQRT_2_OVER_PI
+        slope += _SQRT_2_OVER_PI
         slope *= x
-        slope += t
+        slope *= 2.0 - gate
         slope += 1.0
+        slope *= gate
         slope *= 0.5
     else:
-        # d/dx x Phi(x) = Phi(x) + x phi(x)
-        slope = x * x
+        # d/dx x Phi(x) = Phi(x) + x phi(x),  Phi = gate / 2
         slope *= -0.5
         xp.exp(slope, out=slope)
         slope *= x
         slope *= 1.0 / math.sqrt(2.0 * math.pi)
-        slope += 0.5 * (1.0 + xp.erf(x * (1.0 / math.sqrt(2.0))))
+        slope += 0.5 * gate
     slope *= g.data.reshape(slope.shape)
-    return Tensor._wrap(slope.reshape(g.shape), ctx.backend, False, None, None)
+    return Tensor._wrap(slope.reshape(g.shape), xp, False, None, None)
 
 
 def gelu(x, approximate="none"):
