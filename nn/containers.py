@@ -5,42 +5,6 @@ from collections import OrderedDict
 from .module import Module
 
 
-class Sequential(Module):
-    """Calls its children in order, each on the previous one's output.
-
-    Sequential(a, b, c) names them '0', '1', '2'; Sequential(OrderedDict(name=module)) keeps names.
-    """
-
-    def __init__(self, *modules):
-        super().__init__()
-        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
-            for name, module in modules[0].items():
-                self.add_module(name, module)
-        else:
-            for i, module in enumerate(modules):
-                self.add_module(str(i), module)
-
-    def forward(self, x):
-        for module in self._modules.values():
-            x = module(x)
-        return x
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return Sequential(OrderedDict(list(self._modules.items())[index]))
-        return list(self._modules.values())[_check_index(index, len(self), "Sequential")]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-
 class ModuleList(Module):
     """A list of modules, registered as '0', '1', ...; indexing, iteration, append, extend."""
 
@@ -52,10 +16,11 @@ class ModuleList(Module):
         modules = list(self._modules.values())
         if isinstance(index, slice):
             return ModuleList(modules[index])
-        return modules[_check_index(index, len(self), "ModuleList")]
+        return modules[_check_index(index, len(self), type(self).__name__)]
 
     def __setitem__(self, index, module):
-        self.add_module(str(_check_index(index, len(self), "ModuleList")), module)
+        name = list(self._modules)[_check_index(index, len(self), type(self).__name__)]
+        self.add_module(name, module)
 
     def __len__(self):
         return len(self._modules)
@@ -80,6 +45,31 @@ class ModuleList(Module):
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleList has no forward; iterate over it and call each module")
+
+
+class Sequential(ModuleList):
+    """Calls its children in order, each on the previous one's output.
+
+    Sequential(a, b, c) names them '0', '1', '2'; Sequential(OrderedDict(name=module)) keeps names.
+    """
+
+    def __init__(self, *modules):
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            super().__init__()
+            for name, module in modules[0].items():
+                self.add_module(name, module)
+        else:
+            super().__init__(modules)
+
+    def forward(self, x):
+        for module in self._modules.values():
+            x = module(x)
+        return x
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return Sequential(OrderedDict(list(self._modules.items())[index]))
+        return super().__getitem__(index)
 
 
 class ModuleDict(Module):
