@@ -66,13 +66,19 @@ def _blocked(xp, mask, causal, rows, cols):
 
 
 # --- the primitive, on arrays ------------------------------------------------------------------
-def _masked_scores(xp, q, k, bias, mask, causal, scale, rows, cols):
-    """q k^T * scale + bias for the query `rows` and key `cols`, removed scores set to the
-    dtype's lowest finite value (so is an additive -inf: one rule then finds fully masked
-    rows). A fresh (..., rows, cols) array, free to be overwritten."""
+def _transposed(xp, a):
+    """a^T over the last two dims, laid out row-major: blocks of it feed the batched matmuls
+    directly (a transposed view would be copied once per block; see NumpyBackend.matmul)."""
+    return xp.ascontiguousarray(xp.swapaxes(a, -1, -2))
+
+
+def _masked_scores(xp, q, k_t, bias, mask, causal, scale, rows, cols):
+    """q k^T * scale + bias for the query `rows` and key `cols` (k_t: the keys transposed,
+    (..., E, Tk)), removed scores set to the dtype's lowest finite value (so is an additive
+    -inf: one rule then finds fully masked rows). A fresh (..., rows, cols) array, free to be
+    overwritten."""
     lowest = xp.finfo(q.dtype).min
-    s = xp.matmul(q[..., rows, :] * q.dtype.type(scale),
-                  xp.swapaxes(k[..., cols, :], -1, -2))  # (..., r, E) @ (..., E, c)
+    s = xp.matmul(q[..., rows, :] * q.dtype.type(scale), k_t[..., :, cols])  # (r, E) @ (E, c)
     if bias is not None:
         s = s + xp.maximum(_tile(bias, rows, cols), lowest)
     blocked = _blocked(xp, mask, causal, rows, cols)
@@ -115,11 +121,12 @@ def _tiled(xp, q, k, v, bias, mask, causal, scale):
     (Tq, Tk) matrix; with is_causal, blocks wholly above the diagonal are skipped. Returns the
     output and the rows' log-sum-exps."""
     tq, tk = q.shape[-2], k.shape[-2]
+    k_t = _transposed(xp, k)
     blocks, lses = [], []
     for rows in _spans(tq, TILE):
         top = total = out = None
         for cols in _spans(min(tk, rows.stop) if causal else tk, TILE):
-            s = _masked_scores(xp, q, k, bias, mask, causal, scale, rows, cols)
+            s = _masked_scores(xp, q, k_t, bias, mask, causal, scale, rows, cols)
             new_top = s.max(axis=-1, keepdims=True)
             if top is not None:
                 new_top = xp.maximum(top, new_top)
@@ -159,7 +166,8 @@ def _attention(xp, q, k, v, bias, mask, causal, scale, dropout, tiled):
     if tiled:
         return _tiled(xp, q, k, v, bias, mask, causal, scale)
     whole = slice(0, q.shape[-2]), slice(0, k.shape[-2])
-    p, lse = _softmax_(xp, _masked_scores(xp, q, k, bias, mask, causal, scale, *whole))
+    p, lse = _softmax_(xp, _masked_scores(xp, q, _transposed(xp, k), bias, mask, causal, scale,
+                                          *whole))
     if dropout is not None:
         p = p * dropout
     return xp.matmul(p, v), lse  # (..., Tq, Tk) @ (..., Tk, Ev) -> (..., Tq, Ev)
@@ -179,26 +187,31 @@ def _attention_vjp(ctx, g):
     g, scale, dropout = g.data, a["scale"], a["dropout"]
     tq, tk = q.shape[-2], k.shape[-2]
     delta = (g * ctx.out_data).sum(axis=-1, keepdims=True)  # (..., Tq, 1)
+    # Every block product reads row-major operands: k^T, v^T, q^T and dO^T are laid out once,
+    # and dK, dV are accumulated transposed (dK^T = Q^T dS, dV^T = dO^T P).
+    k_t, v_t = _transposed(xp, k), _transposed(xp, v)
+    q_t = _transposed(xp, q) if needs_k else None
+    g_t = _transposed(xp, g) if needs_v else None
     batch = g.shape[:-2]
     dq = xp.zeros(batch + q.shape[-2:], q.dtype) if needs_q else None
-    dk = xp.zeros(batch + k.shape[-2:], k.dtype) if needs_k else None
-    dv = xp.zeros(batch + v.shape[-2:], v.dtype) if needs_v else None
+    dk_t = xp.zeros(batch + k_t.shape[-2:], k.dtype) if needs_k else None
+    dv_t = xp.zeros(batch + v_t.shape[-2:], v.dtype) if needs_v else None
     dbias = xp.zeros(_broadcast_shapes(batch + (tq, tk), bias.shape), bias.dtype) \
         if needs_bias else None
     step = TILE if a["tiled"] else max(tq, tk, 1)
     for rows in _spans(tq, step):
         g_rows = g[..., rows, :]
         for cols in _spans(min(tk, rows.stop) if a["tiled"] and a["causal"] else tk, step):
-            p = _masked_scores(xp, q, k, bias, a["mask"], a["causal"], scale, rows, cols)
+            p = _masked_scores(xp, q, k_t, bias, a["mask"], a["causal"], scale, rows, cols)
             p -= lse[..., rows, :]
             xp.exp(p, out=p)  # (..., r, c)
             drop = None if dropout is None else _tile(dropout, rows, cols)
             if needs_v:
                 kept = p if drop is None else p * drop
-                dv[..., cols, :] += xp.matmul(xp.swapaxes(kept, -1, -2), g_rows)  # (c,r)@(r,Ev)
+                dv_t[..., :, cols] += xp.matmul(g_t[..., :, rows], kept)  # (Ev, r) @ (r, c)
             if not (needs_q or needs_k or needs_bias):
                 continue
-            ds = xp.matmul(g_rows, xp.swapaxes(v[..., cols, :], -1, -2))  # (r, Ev) @ (Ev, c)
+            ds = xp.matmul(g_rows, v_t[..., :, cols])  # (r, Ev) @ (Ev, c)
             if drop is not None:
                 ds *= drop
             ds -= delta[..., rows, :]
@@ -206,9 +219,11 @@ def _attention_vjp(ctx, g):
             if needs_q:
                 dq[..., rows, :] += xp.matmul(ds, k[..., cols, :]) * scale  # (r, c) @ (c, E)
             if needs_k:
-                dk[..., cols, :] += xp.matmul(xp.swapaxes(ds, -1, -2), q[..., rows, :]) * scale
+                dk_t[..., :, cols] += xp.matmul(q_t[..., :, rows], ds) * scale  # (E, r) @ (r, c)
             if needs_bias:
                 dbias[..., rows, cols] = ds
+    dk = None if dk_t is None else xp.swapaxes(dk_t, -1, -2)
+    dv = None if dv_t is None else xp.swapaxes(dv_t, -1, -2)
     return tuple(None if d is None else _constant(d, xp) for d in (dq, dk, dv, dbias))
 
 
