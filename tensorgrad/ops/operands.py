@@ -51,22 +51,23 @@ def as_operand(value, like):
     return tensor(value, device=like.device)
 
 
-def promote(a, b):
-    """PyTorch's promotion between two tensors: floats beat integers, wider beats narrower."""
-    da, db = a.data.dtype, b.data.dtype
+def result_dtype(da, db):
+    """PyTorch's promotion of two dtypes: floats beat integers and bools, wider beats narrower."""
     if da == db:
-        return a, b
+        return da
     fa, fb = da.kind in "fc", db.kind in "fc"
-    if fa and not fb:
-        return a, b.to(da)
-    if fb and not fa:
-        return a.to(db), b
-    if da.kind == "b":
-        return a.to(db), b
-    if db.kind == "b":
-        return a, b.to(da)
-    wide = da if da.itemsize >= db.itemsize else db
-    return (a if da == wide else a.to(wide)), (b if db == wide else b.to(wide))
+    if fa != fb:
+        return da if fa else db
+    if da.kind == "b" or db.kind == "b":
+        return db if da.kind == "b" else da
+    return da if da.itemsize >= db.itemsize else db
+
+
+def promote(a, b):
+    """Both tensors cast (differentiably) to their common dtype."""
+    dtype = result_dtype(a.data.dtype, b.data.dtype)
+    return (a if a.data.dtype == dtype else a.to(dtype)), (b if b.data.dtype == dtype
+                                                           else b.to(dtype))
 
 
 def binary_operands(a, b):

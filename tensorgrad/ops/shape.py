@@ -1,7 +1,9 @@
 """Shape primitives (reshape, permute, expand, cat, pad, flip) and the composites built on them."""
+import functools
+
 from ..autograd import primitive
 from .elementwise import where
-from .operands import normalize_dim
+from .operands import normalize_dim, result_dtype
 
 
 def _sizes(args):
@@ -192,12 +194,8 @@ def cat(tensors, dim=0):
             shapes = ", ".join(str(u.shape) for u in tensors)
             raise RuntimeError(f"cat: tensors must match in every dimension but dim {dim}; got "
                                f"shapes {shapes} (tensor {i} differs)")
-    dtype = first.dtype
-    if any(t.dtype != dtype for t in tensors):
-        from .operands import promote
-        for i in range(1, len(tensors)):
-            tensors[0], tensors[i] = promote(tensors[0], tensors[i])
-        tensors = [t.to(tensors[0].dtype) for t in tensors]
+    dtype = functools.reduce(result_dtype, (t.dtype for t in tensors))
+    tensors = [t if t.dtype == dtype else t.to(dtype) for t in tensors]
     if len(tensors) == 1:
         return tensors[0]
     return _cat(*tensors, dim=dim)
