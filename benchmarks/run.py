@@ -33,6 +33,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FRAMEWORKS = ("tensorgrad", "torch", "numpy")
 RESULT_MARK = "BENCHMARK-RESULT "
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+ALLOCATOR_VARIABLES = {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20),
+                       "MALLOC_TRIM_THRESHOLD_": str(256 * 2**20)}
 TIMEOUTS = {"full": 1800, "quick": 300, "tiny": 300}  # seconds per child process
 
 # The benchmark issue's targets: (workload, case or None for every case, metric, compared with,
@@ -102,8 +104,12 @@ def run_child(name, framework, args):
     {"error": ...} with the end of what it printed."""
     command = [sys.executable, "-m", "benchmarks.run", "--child", name, "--framework", framework,
                "--device", args.device] + ([f"--{args.mode}"] if args.mode != "full" else [])
-    # BLAS reads its thread count when it loads, so it is set in the child's environment.
-    env = dict(os.environ, **{var: str(args.threads) for var in THREAD_VARIABLES})
+    # BLAS reads its thread count when it loads, so it is set in the child's environment. Every
+    # framework also runs under the same glibc allocator policy, the one tensorgrad's CPU
+    # backend sets for itself (tensorgrad/backend/numpy_backend.py: tune_malloc), so that no
+    # side wins by how freed memory is recycled.
+    env = dict(os.environ, **{var: str(args.threads) for var in THREAD_VARIABLES},
+               **ALLOCATOR_VARIABLES)
     started = time.perf_counter()
     try:
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
