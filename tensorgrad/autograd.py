@@ -410,8 +410,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     elif create_graph:
                         grads[key] = previous + g
                     else:  # same shape and dtype by now: add the arrays, skip the op machinery
-                        grads[key] = Tensor._wrap(previous.data + g.data, g._backend, False,
-                                                  None, None)
+                        grads[key] = Tensor._constant(previous.data + g.data, g._backend)
                 else:
                     _deliver(parent, g, captured, wanted, create_graph, owned)
             if not retain_graph:
@@ -451,7 +450,7 @@ def _deliver(leaf, grad, captured, wanted, create_graph, owned):
     if data.base is not None or id(data) in owned:
         data = data.copy()
     owned.add(id(data))
-    leaf.grad = Tensor._wrap(data, grad._backend, False, None, None)
+    leaf.grad = Tensor._constant(data, grad._backend)
 
 
 def backward(tensor, gradient=None, retain_graph=None, create_graph=False):
@@ -496,8 +495,7 @@ def _default_grad(tensor, gradient, what):
             raise RuntimeError(f"{what}: a gradient can be created implicitly only for a "
                                f"single-element output, got shape {tensor.shape}; pass "
                                "gradient=Tensor of that shape")
-        return Tensor._wrap(tensor._backend.ones_like(tensor.data), tensor._backend, False,
-                            None, None)
+        return Tensor._constant(tensor._backend.ones_like(tensor.data), tensor._backend)
     if not isinstance(gradient, Tensor):
         from .tensor import tensor as make_tensor
         gradient = make_tensor(gradient, dtype=tensor.dtype, device=tensor.device)

@@ -28,6 +28,12 @@ def _dot(outputs, probes):
     return sum(float((o.data * p.data).sum()) for o, p in zip(outputs, probes))
 
 
+def _probes(outputs):
+    """One random direction per output: a vector-valued fn becomes the scalar <probe, fn>."""
+    return tuple(Tensor._constant(o._backend.random_normal(o.data.shape, o.data.dtype),
+                                  o._backend) for o in outputs)
+
+
 def _as_tuple(outputs):
     return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,)
 
@@ -45,9 +51,8 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
             raise GradcheckError(f"gradcheck: input {i} is {x.dtype}; finite differences need "
                                  "float64 inputs")
     outputs = _as_tuple(fn(*inputs))
-    rng = inputs[0]._backend
-    probes = tuple(Tensor._wrap(rng.random_normal(o.data.shape, o.data.dtype), o._backend,
-                                False, None, None) for o in outputs)
+    xp = inputs[0]._backend
+    probes = _probes(outputs)
     wanted = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     # An output that does not require grad does not depend on the inputs (the second
     # derivative of a linear op, say): its analytical gradient is zero, still checked below.
@@ -58,11 +63,11 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
                          [p for _, p in differentiable], allow_unused=True)
     for i, g in zip(wanted, analytic):
         numeric = _numerical(fn, inputs, i, probes, eps)
-        got = rng.zeros_like(numeric) if g is None else g.data
-        error = rng.abs(got - numeric) - (atol + rtol * rng.abs(numeric))
+        got = xp.zeros_like(numeric) if g is None else g.data
+        error = xp.abs(got - numeric) - (atol + rtol * xp.abs(numeric))
         if error.size and float(error.max()) > 0:
             k = int(error.argmax())
-            where = tuple(int(v) for v in rng.unravel_index(k, numeric.shape))
+            where = tuple(int(v) for v in xp.unravel_index(k, numeric.shape))
             message = (f"gradcheck: gradient of input {i} (shape {inputs[i].shape}) is wrong at "
                        f"{where}: analytical {float(got.reshape(-1)[k]):.8g}, numerical "
                        f"{float(numeric.reshape(-1)[k]):.8g}")
@@ -77,8 +82,7 @@ def gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
     inputs = tuple(inputs)
     wanted = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     outputs = _as_tuple(fn(*inputs))
-    probes = tuple(Tensor._wrap(o._backend.random_normal(o.data.shape, o.data.dtype), o._backend,
-                                False, None, None) for o in outputs)
+    probes = _probes(outputs)
 
     def first_derivative(*xs):
         pairs = [(o, p) for o, p in zip(_as_tuple(fn(*xs)), probes) if o.requires_grad]

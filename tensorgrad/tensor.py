@@ -28,6 +28,11 @@ class Tensor:
         t._version = [0] if version is None else version
         return t
 
+    @classmethod
+    def _constant(cls, data, backend):
+        """An array as a tensor outside any graph (masks, gradients computed on arrays)."""
+        return cls._wrap(data, backend, False, None, None)
+
     # --- attributes ------------------------------------------------------------------------
     @property
     def shape(self):
@@ -471,7 +476,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         if array.dtype.kind not in "biufc":
             raise TypeError(f"tensor(): cannot make a tensor from {type(data).__name__} "
                             f"holding {array.dtype} values; expected numbers or bools")
-    t = Tensor._wrap(array, backend, False, None, None)
+    t = Tensor._constant(array, backend)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -496,7 +501,7 @@ def as_tensor(data, dtype=None, device=None):
 def from_numpy(array):
     """A CPU tensor sharing memory with a NumPy array (dtype kept)."""
     backend = _backends.get_backend("cpu")
-    return Tensor._wrap(backend.asarray(array), backend, False, None, None)
+    return Tensor._constant(backend.asarray(array), backend)
 
 
 def _shape(size):
@@ -511,7 +516,7 @@ def _shape(size):
 def _make(fill, size, dtype, device, requires_grad, default=_backends.float32):
     backend = _backends.get_backend(device)
     dtype = _backends.as_dtype(dtype) or default
-    t = Tensor._wrap(fill(backend, _shape(size), dtype), backend, False, None, None)
+    t = Tensor._constant(fill(backend, _shape(size), dtype), backend)
     return t.requires_grad_(True) if requires_grad else t
 
 
@@ -555,7 +560,7 @@ def randperm(n, dtype=None, device=None):
     backend = _backends.get_backend(device)
     keys = backend.random_uniform((n,), _backends.float32)
     perm = backend.argsort(keys).astype(_backends.as_dtype(dtype) or _backends.int64)
-    return Tensor._wrap(perm, backend, False, None, None)
+    return Tensor._constant(perm, backend)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -565,15 +570,14 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
                else _backends.int64)
     backend = _backends.get_backend(device)
     dtype = _backends.as_dtype(dtype) or default
-    t = Tensor._wrap(backend.arange(start, end, step, dtype=dtype), backend, False, None, None)
+    t = Tensor._constant(backend.arange(start, end, step, dtype=dtype), backend)
     return t.requires_grad_(True) if requires_grad else t
 
 
 def linspace(start, end, steps, dtype=None, device=None):
     backend = _backends.get_backend(device)
     dtype = _backends.as_dtype(dtype) or _backends.float32
-    return Tensor._wrap(backend.linspace(start, end, steps, dtype=dtype), backend, False, None,
-                        None)
+    return Tensor._constant(backend.linspace(start, end, steps, dtype=dtype), backend)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):

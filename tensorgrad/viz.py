@@ -165,7 +165,7 @@ def _trace(output, names, levels, backward, show_values, show_grad):
     for step, node in enumerate(order, 1):
         shape, dtype, value = outs.pop(id(node))
         if value is None and node.out_data is not None:
-            value = Tensor._wrap(node.out_data, node.backend, False, None, None)
+            value = Tensor._constant(node.out_data, node.backend)
         item = _Item("op", node.scope, node.prim.name, shape, dtype, value)
         item.steps, item.ops, item.root = [step], 1, node is root
         item.nbytes = _saved_bytes(node, held)
@@ -268,7 +268,7 @@ def _replay(order, items):
             datas.append(value.data)
         else:
             out = node.prim.forward(node.backend, *datas, **node.attrs)
-            item.value = Tensor._wrap(node.backend.asarray(out), node.backend, False, None, None)
+            item.value = Tensor._constant(node.backend.asarray(out), node.backend)
             item.bad = item.bad or _nonfinite(item.value)
 
 
@@ -276,8 +276,7 @@ def _attach_grads(output, items, order):
     """d(output)/d(each drawn tensor), from the engine itself; `.grad` fields are not touched."""
     leaves = _leaf_tensors(order)
     proxies = [Tensor._wrap(None, n.backend, True, n, None) for n in order]
-    seed = Tensor._wrap(output._backend.ones_like(output.data), output._backend, False, None,
-                        None)
+    seed = Tensor._constant(output._backend.ones_like(output.data), output._backend)
     grads = autograd.run_backward([output], [seed], retain_graph=True, create_graph=False,
                                   inputs=proxies + leaves)
     keys = [("op", id(n)) for n in order] + [("leaf", id(t)) for t in leaves]

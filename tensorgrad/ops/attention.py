@@ -45,10 +45,6 @@ def _broadcast_shapes(*shapes):
     return tuple(out)
 
 
-def _constant(array, backend):
-    return Tensor._wrap(array, backend, False, None, None)
-
-
 def _tile(a, rows, cols):
     """a[..., rows, cols], except that broadcast (size-1) trailing dims stay whole."""
     return a[..., rows if a.shape[-2] > 1 else slice(None),
@@ -156,7 +152,7 @@ def _attention_composite(q, k, v, bias, mask, causal, scale, dropout, tiled):
     whole = slice(0, q.shape[-2]), slice(0, k.shape[-2])
     p = _probabilities(q, k, bias, mask, causal, scale, *whole)
     if dropout is not None:
-        p = p * _constant(dropout, q._backend)
+        p = p * Tensor._constant(dropout, q._backend)
     return p @ v  # (..., Tq, Tk) @ (..., Tk, Ev) -> (..., Tq, Ev)
 
 
@@ -224,7 +220,7 @@ def _attention_vjp(ctx, g):
                 dbias[..., rows, cols] = ds
     dk = None if dk_t is None else xp.swapaxes(dk_t, -1, -2)
     dv = None if dv_t is None else xp.swapaxes(dv_t, -1, -2)
-    return tuple(None if d is None else _constant(d, xp) for d in (dq, dk, dv, dbias))
+    return tuple(None if d is None else Tensor._constant(d, xp) for d in (dq, dk, dv, dbias))
 
 
 def _probabilities(q, k, bias, mask, causal, scale, rows, cols):
@@ -238,12 +234,12 @@ def _probabilities(q, k, bias, mask, causal, scale, rows, cols):
         s = s + maximum(_tile(bias, rows, cols), lowest)
     blocked = _blocked(xp, mask, causal, rows, cols)
     if blocked is not None:
-        s = where(_constant(blocked, xp), lowest, s)
+        s = where(Tensor._constant(blocked, xp), lowest, s)
     p = softmax(s, dim=-1)
     if mask is None and bias is None:  # is_causal alone leaves every row a key
         return p
     live = s.data.max(axis=-1, keepdims=True) > lowest
-    return p if bool(live.all()) else where(_constant(live, xp), p, 0.0)
+    return p if bool(live.all()) else where(Tensor._constant(live, xp), p, 0.0)
 
 
 # --- the public functions -----------------------------------------------------------------------

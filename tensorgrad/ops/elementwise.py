@@ -320,7 +320,7 @@ def _gelu_vjp(ctx, g):
         slope *= 1.0 / math.sqrt(2.0 * math.pi)
         slope += 0.5 * gate
     slope *= g.data.reshape(slope.shape)
-    return Tensor._wrap(slope.reshape(g.shape), xp, False, None, None)
+    return Tensor._constant(slope.reshape(g.shape), xp)
 
 
 def gelu(x, approximate="none"):

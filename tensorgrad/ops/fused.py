@@ -89,7 +89,7 @@ def _cross_entropy_vjp(ctx, g):
     onehot = (safe[:, None] == xp.arange(classes)).astype(dtype)
 
     def const(array):
-        return Tensor._wrap(xp.asarray(array, dtype=dtype), xp, False, None, None)
+        return Tensor._constant(xp.asarray(array, dtype=dtype), xp)
 
     p = softmax(logits, dim=1)
     grad = const(((1.0 - eps) * w_t)[:, None]) * (p - const(onehot))
@@ -204,13 +204,10 @@ def _layer_norm_vjp(ctx, g):
     gx -= xhat * (gxhat * xhat).mean(axis=dims, keepdims=True)
     gx *= rstd
     rows = tuple(range(x.ndim - len(dims)))  # the dims weight and bias are shared over
-    return (_array(gx, x),
-            _array((gy * xhat).sum(axis=rows), x) if ctx.needs_grad[1] else None,
-            _array(gy.sum(axis=rows), x) if ctx.needs_grad[2] else None)
-
-
-def _array(data, like):
-    return Tensor._wrap(data, like._backend, False, None, None)
+    xp = ctx.backend
+    return (Tensor._constant(gx, xp),
+            Tensor._constant((gy * xhat).sum(axis=rows), xp) if ctx.needs_grad[1] else None,
+            Tensor._constant(gy.sum(axis=rows), xp) if ctx.needs_grad[2] else None)
 
 
 def _norm_dims(x, normalized_shape, weight, bias, op):
@@ -255,7 +252,9 @@ def _rms_norm_vjp(ctx, g):
     gx = gxhat - xhat * (gxhat * xhat).mean(axis=dims, keepdims=True)
     gx *= rstd
     rows = tuple(range(x.ndim - len(dims)))
-    return _array(gx, x), (_array((gy * xhat).sum(axis=rows), x) if ctx.needs_grad[1] else None)
+    xp = ctx.backend
+    return Tensor._constant(gx, xp), (Tensor._constant((gy * xhat).sum(axis=rows), xp)
+                                      if ctx.needs_grad[1] else None)
 
 
 def rms_norm(x, normalized_shape, weight=None, eps=None):
@@ -277,4 +276,4 @@ def dropout(x, p=0.5, training=True):
     xp = x._backend
     keep = xp.random_uniform(x.shape, x.dtype) >= p
     scale = keep.astype(x.dtype) * (1.0 / (1.0 - p) if p < 1.0 else 0.0)
-    return x * Tensor._wrap(scale.astype(x.dtype, copy=False), xp, False, None, None)
+    return x * Tensor._constant(scale.astype(x.dtype, copy=False), xp)

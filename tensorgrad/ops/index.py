@@ -154,7 +154,7 @@ def one_hot(x, num_classes=-1):
         raise ValueError(f"one_hot: class values must lie in [0, {num_classes}), got values in "
                          f"[{int(x.data.min())}, {int(x.data.max())}]")
     out = (x.data[..., None] == xp.arange(num_classes)).astype("int64")
-    return Tensor._wrap(out, xp, False, None, None)
+    return Tensor._constant(out, xp)
 
 
 def embedding(input, weight, padding_idx=None):

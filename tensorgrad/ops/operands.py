@@ -9,10 +9,6 @@ from ..tensor import Tensor, tensor
 _SCALARS = (bool, int, float)
 
 
-def _float_default():
-    return _backends.float32
-
-
 def scalar_dtype(value, like_dtype):
     """The dtype a Python scalar takes next to a tensor of `like_dtype` (it never upcasts)."""
     kind = like_dtype.kind
@@ -22,7 +18,7 @@ def scalar_dtype(value, like_dtype):
         return like_dtype if kind != "b" else _backends.int64
     if kind in "fc":
         return like_dtype
-    return _float_default()
+    return _backends.float32
 
 
 _constants = {}
@@ -44,8 +40,7 @@ def as_operand(value, like):
             if len(_constants) > 1024:
                 _constants.clear()
             dtype = scalar_dtype(value, like_dtype)
-            constant = Tensor._wrap(backend.asarray(value, dtype=dtype), backend, False, None,
-                                    None)
+            constant = Tensor._constant(backend.asarray(value, dtype=dtype), backend)
             _constants[key] = constant
         return constant
     return tensor(value, device=like.device)

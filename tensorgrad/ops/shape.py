@@ -310,7 +310,7 @@ def _triangle(x, diagonal, lower):
     rows, cols = x.shape[-2:]
     keep = xp.tri(rows, cols, diagonal, dtype=bool) if lower else \
         ~xp.tri(rows, cols, diagonal - 1, dtype=bool)
-    return where(Tensor._wrap(keep, xp, False, None, None), x, 0)
+    return where(Tensor._constant(keep, xp), x, 0)
 
 
 def tril(x, diagonal=0):
