@@ -147,14 +147,16 @@ def generate(model, input_ids, max_new_tokens, temperature=1.0, top_k=None, top_
             logits, _ = model(new, attention_mask=step_mask, position_ids=positions, cache=cache)
             cached = ids.shape[1]
             token = next_token(logits[:, -1, :], temperature, top_k, top_p)  # (B,)
-            token = tg.where(done, pad, token)
+            if stop_tokens:
+                token = tg.where(done, pad, token)
             ids = tg.cat([ids, token.unsqueeze(1)], dim=1)
             if mask is not None:
                 mask = tg.cat([mask, tg.ones_like(mask[:, :1])], dim=1)
-            for stop in stop_tokens:
-                done = done | (token == stop)
-            if stop_tokens and bool(done.all()):
-                break
+            if stop_tokens:
+                for stop in stop_tokens:
+                    done = done | (token == stop)
+                if bool(done.all()):
+                    break
         return ids
     finally:
         model.train(was_training)

@@ -123,7 +123,8 @@ class MultiheadAttention(Module):
             attn_mask, None if key_padding_mask is None else padding_to_attn_mask(key_padding_mask),
             # With Tq == Tk the fused path applies is_causal itself; otherwise the queries are
             # the last Tq positions (bottom-right), which PyTorch's top-left is_causal is not.
-            causal_mask(tq, tk, device=q.device) if is_causal and tq != tk else None,
+            # One query (decoding) is the newest position and sees every key: no mask.
+            causal_mask(tq, tk, device=q.device) if is_causal and 1 < tq != tk else None,
             dtype=q.dtype)
         causal = is_causal and tq == tk
         out = F.scaled_dot_product_attention(
@@ -141,9 +142,9 @@ class MultiheadAttention(Module):
         """Queries (B, H, Tq, D), keys and values (B, H_kv, Tk, D); a cross-attention cache
         that already holds the memory's keys and values is reused."""
         if key is None and self.fused:
-            q, k, v = self.qkv_proj(query).split(self._split_sizes(), dim=-1)
-            return (self._heads(q, self.num_heads), self._heads(k, self.n_kv_heads),
-                    self._heads(v, self.n_kv_heads))
+            # (B, T, (H + 2 H_kv) D) -> (B, H + 2 H_kv, T, D), split into heads in one go
+            qkv = self._heads(self.qkv_proj(query), self.num_heads + 2 * self.n_kv_heads)
+            return qkv.split([self.num_heads, self.n_kv_heads, self.n_kv_heads], dim=1)
         q = self._heads(self._linear(0, query), self.num_heads)
         if key is not None and cache is not None and len(cache):
             return q, cache.key, cache.value

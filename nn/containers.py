@@ -40,7 +40,8 @@ class ModuleList(Module):
     def insert(self, index, module):
         modules = list(self._modules.values())
         modules.insert(index, module)
-        self._modules.clear()
+        for name in list(self._modules):
+            self._forget(name)
         self.extend(modules)
 
     def forward(self, *args, **kwargs):

@@ -92,28 +92,34 @@ class Module:
         params, buffers, modules = self._parameters, self._buffers, self._modules
         if isinstance(value, Parameter):
             self._forget(name)
-            params[name] = value
+            self._register(params, name, value)
         elif isinstance(value, Module):
             self._forget(name)
-            modules[name] = value
+            self._register(modules, name, value)
         elif name in params:
             if value is not None:
                 raise TypeError(f"cannot assign {type(value).__name__} to parameter {name!r} of "
                                 f"{type(self).__name__}; wrap it in nn.Parameter or assign None")
-            params[name] = None
+            self._register(params, name, None)
         elif name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign {type(value).__name__} to buffer {name!r} of "
                                 f"{type(self).__name__}; expected a Tensor or None")
-            buffers[name] = value
+            self._register(buffers, name, value)
         elif name in modules:
             if value is not None:
                 raise TypeError(f"cannot assign {type(value).__name__} to submodule {name!r} of "
                                 f"{type(self).__name__}; expected a Module or None")
-            modules[name] = None
+            self._register(modules, name, None)
             _tree_changed()
         else:
             object.__setattr__(self, name, value)
+
+    def _register(self, registry, name, value):
+        """Enter `value` in one of the registries. It is mirrored in the instance __dict__, so
+        that `self.weight` is an ordinary attribute hit (a forward reads dozens per call)."""
+        registry[name] = value
+        self.__dict__[name] = value
 
     def _forget(self, name):
         for registry in (self.__dict__, self._parameters, self._buffers, self._modules):
@@ -122,11 +128,7 @@ class Module:
         _tree_changed()
 
     def __getattr__(self, name):
-        # Only reached when ordinary lookup fails: parameters, buffers and modules live here.
-        for registry in ("_parameters", "_buffers", "_modules"):
-            entries = self.__dict__.get(registry)
-            if entries is not None and name in entries:
-                return entries[name]
+        # Only reached when ordinary lookup fails: registered entries are in __dict__ too.
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name):
@@ -141,7 +143,7 @@ class Module:
             raise TypeError(f"register_parameter: {name!r} must be a Parameter or None, got "
                             f"{type(param).__name__}")
         self._forget(name)
-        self._parameters[name] = param
+        self._register(self._parameters, name, param)
 
     def register_buffer(self, name, tensor, persistent=True):
         """A tensor that belongs to the module's state but is not learned (masks, running stats,
@@ -150,7 +152,7 @@ class Module:
             raise TypeError(f"register_buffer: {name!r} must be a Tensor or None, got "
                             f"{type(tensor).__name__}")
         self._forget(name)
-        self._buffers[name] = tensor
+        self._register(self._buffers, name, tensor)
         if not persistent:
             self._non_persistent.add(name)
 
@@ -159,7 +161,7 @@ class Module:
             raise TypeError(f"add_module: {name!r} must be a Module or None, got "
                             f"{type(module).__name__}")
         self._forget(name)
-        self._modules[name] = module
+        self._register(self._modules, name, module)
 
     # --- walking the tree ------------------------------------------------------------------------
     def named_modules(self, prefix="", remove_duplicate=True, _seen=None):
@@ -284,7 +286,7 @@ class Module:
                     p.grad = convert(p.grad)
             for name, b in module._buffers.items():
                 if b is not None:
-                    module._buffers[name] = convert(b)
+                    module._register(module._buffers, name, convert(b))
         return self
 
     def cpu(self):
@@ -372,10 +374,11 @@ class Module:
             except Exception as exc:
                 _note_module(exc, self, path)
                 raise
-            for hook in list(self._forward_hooks.values()):
-                result = hook(self, args, output)
-                if result is not None:
-                    output = result
+            if self._forward_hooks:
+                for hook in list(self._forward_hooks.values()):
+                    result = hook(self, args, output)
+                    if result is not None:
+                        output = result
         finally:
             exit_scope(previous)
             if root:

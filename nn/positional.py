@@ -49,13 +49,19 @@ class _AbsoluteEncoding(Module):
 
     def forward(self, x, positions=0):
         """x: (B, T, dim) -> x + encoding of each position, same shape."""
-        table = self.table()
-        positions = _positions(positions, x.shape[-2], x.device)
-        top = int(positions.max().item()) if positions.numel() else 0
-        if top >= table.shape[0] or x.shape[-1] != table.shape[1]:
-            raise ValueError(f"{type(self).__name__}: input of shape {x.shape} at positions up "
-                             f"to {top} does not fit a table of {table.shape[0]} positions x "
-                             f"{table.shape[1]} features")
+        table, length = self.table(), x.shape[-2]
+        if isinstance(positions, int):  # consecutive rows: a slice of the table, no gather
+            bottom, top = positions, positions + length - 1
+        else:
+            positions = _positions(positions, length, x.device)
+            bottom = int(positions.min().item()) if positions.numel() else 0
+            top = int(positions.max().item()) if positions.numel() else 0
+        if bottom < 0 or top >= table.shape[0] or x.shape[-1] != table.shape[1]:
+            raise ValueError(f"{type(self).__name__}: input of shape {x.shape} at positions "
+                             f"{bottom} to {top} does not fit a table of {table.shape[0]} "
+                             f"positions x {table.shape[1]} features")
+        if isinstance(positions, int):
+            return x + table[positions:positions + length]  # (T, dim)
         return x + tg.embedding(positions, table)  # (T, dim) or (B, T, dim)
 
 

@@ -36,7 +36,7 @@ class Tensor:
     # --- attributes ------------------------------------------------------------------------
     @property
     def shape(self):
-        return tuple(self.data.shape)
+        return self.data.shape  # a tuple in NumPy and CuPy
 
     def size(self, dim=None):
         return self.shape if dim is None else self.shape[dim]

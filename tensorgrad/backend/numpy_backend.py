@@ -77,6 +77,13 @@ class NumpyBackend:
             out = numpy.matmul(a.reshape(-1, a.shape[-1]), b)
             return out.reshape(a.shape[:-1] + (b.shape[1],))
         if a.ndim > 2 or b.ndim > 2:
+            if a.ndim >= 2 and a.shape[-2] == 1 and b.ndim > 2 and b.strides[-2] == b.itemsize:
+                # One row times transposed matrices (a decoding query against k^T): as b^T a^T
+                # it reads b's memory in order instead of copying it.
+                b_t = numpy.swapaxes(b, -1, -2)
+                if _row_major(b_t) is b_t:
+                    out = numpy.matmul(b_t, a.reshape(a.shape[:-2] + (a.shape[-1], 1)))
+                    return out.reshape(out.shape[:-2] + (1, out.shape[-2]))
             a, b = _row_major(a), _row_major(b)
         return numpy.matmul(a, b)
 

@@ -21,7 +21,7 @@ torch.finfo(dtype).min everywhere, or a bool mask that is all False).
 """
 import math
 
-from ..autograd import primitive
+from ..autograd import is_grad_enabled, primitive
 from ..tensor import Tensor
 from .elementwise import maximum, where
 from .fused import softmax
@@ -86,17 +86,20 @@ def _masked_scores(xp, q, k_t, bias, mask, causal, scale, rows, cols):
     return s
 
 
-def _softmax_(xp, s):
-    """Row softmax of masked scores, in place (fresh (Tq, Tk) arrays are costly to fill).
-    Returns the probabilities and each row's log-sum-exp; rows with every score removed become
-    0 and get a log-sum-exp of +inf, so that exp(score - lse) is 0 there too."""
+def _softmax_(xp, s, masked, with_lse):
+    """Row softmax of scores, in place (fresh (Tq, Tk) arrays are costly to fill).
+    masked: whether scores were removed, so that a row may have none left; such rows become 0
+    and get a log-sum-exp of +inf, so that exp(score - lse) is 0 there too.
+    Returns the probabilities and, if with_lse (a backward will need them), each row's
+    log-sum-exp, else None."""
     top = s.max(axis=-1, keepdims=True)
     s -= top
     xp.exp(s, out=s)
     total = s.sum(axis=-1, keepdims=True)
     s *= 1 / total
-    _zero_dead_rows(xp, s, top)
-    return s, _log_sum_exp(xp, top, total)
+    if masked:
+        _zero_dead_rows(xp, s, top)
+    return s, _log_sum_exp(xp, top, total) if with_lse else None
 
 
 def _zero_dead_rows(xp, x, top):
@@ -147,7 +150,7 @@ def _spans(length, step):
     return [slice(i, min(i + step, length)) for i in range(0, length, step)]
 
 
-def _attention_composite(q, k, v, bias, mask, causal, scale, dropout, tiled):
+def _attention_composite(q, k, v, bias, mask, causal, scale, dropout, tiled, with_lse):
     """The primitive in tensorgrad ops (the whole matrix), differentiated under create_graph."""
     whole = slice(0, q.shape[-2]), slice(0, k.shape[-2])
     p = _probabilities(q, k, bias, mask, causal, scale, *whole)
@@ -158,12 +161,13 @@ def _attention_composite(q, k, v, bias, mask, causal, scale, dropout, tiled):
 
 @primitive("scaled_dot_product_attention", saves=(0, 1, 2, 3), saves_out=True, saves_extra=True,
            composite=_attention_composite)
-def _attention(xp, q, k, v, bias, mask, causal, scale, dropout, tiled):
+def _attention(xp, q, k, v, bias, mask, causal, scale, dropout, tiled, with_lse):
     if tiled:
         return _tiled(xp, q, k, v, bias, mask, causal, scale)
     whole = slice(0, q.shape[-2]), slice(0, k.shape[-2])
-    p, lse = _softmax_(xp, _masked_scores(xp, q, _transposed(xp, k), bias, mask, causal, scale,
-                                          *whole))
+    # k^T as a view: the backend lays it out only if the product needs it (one query does not)
+    scores = _masked_scores(xp, q, xp.swapaxes(k, -1, -2), bias, mask, causal, scale, *whole)
+    p, lse = _softmax_(xp, scores, bias is not None or mask is not None, with_lse)
     if dropout is not None:
         p = p * dropout
     return xp.matmul(p, v), lse  # (..., Tq, Tk) @ (..., Tk, Ev) -> (..., Tq, Ev)
@@ -273,9 +277,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         shape = _broadcast_shapes(*shapes)  # the probabilities' shape
         keep = xp.random_uniform(shape, query.dtype) >= dropout_p
         dropout = keep.astype(query.dtype) * query.dtype.type(1.0 / (1.0 - dropout_p))
+    recording = is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in (query, key, value, bias))
     out = _attention(query, key, value, bias, mask=mask, causal=bool(is_causal), scale=scale,
                      dropout=dropout,
-                     tiled=dropout is None and min(query.shape[-2], key.shape[-2]) > TILE)
+                     tiled=dropout is None and min(query.shape[-2], key.shape[-2]) > TILE,
+                     with_lse=recording)
     return _ungroup(out, groups)
 
 
@@ -315,9 +322,11 @@ def _prepare(op, q, k, v, attn_mask, scale, enable_gqa):
         raise ValueError(f"{op}: expected query (..., Tq, E), key (..., Tk, E) and value "
                          f"(..., Tk, Ev); got {q.shape}, {k.shape} and {v.shape}")
     groups = _groups(op, q, k, v, enable_gqa)
-    heads = () if groups == 1 else (q.shape[-3],)  # key/value heads as seen by the queries
-    batch = _broadcast(op, q.shape[:-2], k.shape[:-2 - len(heads)] + heads,
-                       v.shape[:-2 - len(heads)] + heads)
+    batch = q.shape[:-2]
+    if groups > 1 or not batch == k.shape[:-2] == v.shape[:-2]:
+        heads = () if groups == 1 else (q.shape[-3],)  # key/value heads as the queries see them
+        batch = _broadcast(op, batch, k.shape[:-2 - len(heads)] + heads,
+                           v.shape[:-2 - len(heads)] + heads)
     if attn_mask is not None:
         attn_mask = _check_mask(op, attn_mask, batch + (q.shape[-2], k.shape[-2]), q.dtype)
     if groups > 1:

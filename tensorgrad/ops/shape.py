@@ -103,10 +103,12 @@ def permute(x, *dims):
 
 
 def transpose(x, dim0, dim1):
-    dims = list(range(x.ndim))
     d0, d1 = normalize_dim(dim0, x.ndim, "transpose"), normalize_dim(dim1, x.ndim, "transpose")
-    dims[d0], dims[d1] = dims[d1], dims[d0]
-    return permute(x, *dims)
+    if d0 == d1:
+        return x
+    dims = list(range(x.ndim))
+    dims[d0], dims[d1] = d1, d0
+    return _permute(x, dims=tuple(dims))
 
 
 def movedim(x, source, destination):
@@ -188,14 +190,18 @@ def cat(tensors, dim=0):
         raise ValueError("cat: expected a non-empty sequence of tensors")
     first = tensors[0]
     dim = normalize_dim(dim, first.ndim, "cat")
+    shape = first.shape
     for i, t in enumerate(tensors):
-        if t.ndim != first.ndim or any(a != b for j, (a, b) in enumerate(zip(t.shape, first.shape))
-                                       if j != dim):
+        other = t.shape
+        if len(other) != len(shape) or other[:dim] != shape[:dim] or \
+                other[dim + 1:] != shape[dim + 1:]:
             shapes = ", ".join(str(u.shape) for u in tensors)
             raise RuntimeError(f"cat: tensors must match in every dimension but dim {dim}; got "
                                f"shapes {shapes} (tensor {i} differs)")
-    dtype = functools.reduce(result_dtype, (t.dtype for t in tensors))
-    tensors = [t if t.dtype == dtype else t.to(dtype) for t in tensors]
+    dtypes = {t.dtype for t in tensors}
+    if len(dtypes) > 1:
+        dtype = functools.reduce(result_dtype, dtypes)
+        tensors = [t if t.dtype == dtype else t.to(dtype) for t in tensors]
     if len(tensors) == 1:
         return tensors[0]
     return _cat(*tensors, dim=dim)
@@ -237,9 +243,9 @@ def split(x, split_size_or_sections, dim=0):
         if sum(sections) != size:
             raise RuntimeError(f"split: sizes {sections} do not add up to {size}, the size of "
                                f"dim {dim} of shape {x.shape}")
-    out, start = [], 0
+    out, start, lead = [], 0, (slice(None),) * dim
     for length in sections:
-        out.append(narrow(x, dim, start, length))
+        out.append(x[lead + (slice(start, start + length),)])
         start += length
     return tuple(out)
 

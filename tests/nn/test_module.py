@@ -78,6 +78,27 @@ def test_reassignment_and_deletion():
     assert dict(net.named_buffers())["scale"].tolist() == [2.0] * 4
 
 
+def test_attributes_always_read_the_registered_entry():
+    # Registered entries are mirrored as plain attributes for speed; every way of changing the
+    # registry must keep what `module.name` returns equal to what the registry holds.
+    net = Net()
+    net.extra = nn.Parameter(tg.zeros(2))
+    net.extra = nn.Parameter(tg.ones(2))
+    assert net.extra is net._parameters["extra"] and net.extra.tolist() == [1.0, 1.0]
+    net.extra = None
+    assert net.extra is None and net._parameters["extra"] is None
+    net.register_buffer("extra", tg.zeros(3))
+    assert net.extra is net._buffers["extra"] and "extra" not in net._parameters
+    net.add_module("extra", nn.Identity())
+    assert net.extra is net._modules["extra"] and "extra" not in net._buffers
+    net.to(tg.float64)
+    assert net.scale is net._buffers["scale"] and net.scale.dtype == tg.float64
+    blocks = nn.ModuleList([nn.Identity(), nn.Identity()])
+    first = nn.Linear(1, 1)
+    blocks.insert(0, first)
+    assert [getattr(blocks, str(i)) for i in range(3)] == list(blocks) and blocks[0] is first
+
+
 def test_assignment_errors_are_clear():
     lin = nn.Linear(2, 2)
     with pytest.raises(TypeError, match="nn.Parameter"):

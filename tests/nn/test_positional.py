@@ -145,6 +145,17 @@ def test_permutation_equivariance_holds_only_without_positions(encoding):
     assert equal == (encoding is None)
 
 
+def test_learned_encoding_at_an_offset_reads_consecutive_rows():
+    pe = P.LearnedPositionalEncoding(10, 4)
+    x = tg.randn(2, 3, 4)
+    by_offset = pe(x, 5)  # what decoding with a KV cache passes: rows 5, 6, 7
+    by_tensor = pe(x, tg.arange(5, 8))
+    np.testing.assert_array_equal(np.asarray(by_offset.detach()), np.asarray(by_tensor.detach()))
+    for bad in (8, -1):  # past the table, before it
+        with pytest.raises(ValueError, match="does not fit a table of 10 positions"):
+            pe(x, bad)
+
+
 def test_positions_must_match_the_sequence():
     with pytest.raises(ValueError, match=r"shape \(4,\) or \(B, 4\)"):
         P.RotaryEmbedding(4)(tg.randn(1, 1, 4, 4), tg.randn(1, 1, 4, 4), tg.arange(3))

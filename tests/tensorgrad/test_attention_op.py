@@ -46,6 +46,11 @@ CASES = [
     ((4, 3), (6, 3), (6, 2), "bool", False),                   # no batch dims
     ((2, 1, 4, 3), (3, 6, 3), (3, 6, 2), None, False),         # broadcast batch dims
 ]
+# One query against a longer past (decoding with a KV cache): never tiled.
+DECODING = [
+    ((2, 3, 1, 5), (2, 3, 7, 5), (2, 3, 7, 2), None, False),
+    ((2, 3, 1, 5), (2, 3, 7, 5), (2, 3, 7, 2), "bool", False),
+]
 
 
 def _mask(spec, q, k, device, dtype=F64):
@@ -60,7 +65,7 @@ def _mask(spec, q, k, device, dtype=F64):
     return tg.randn(*shape, dtype=dtype, device=device, requires_grad=True)
 
 
-@pytest.mark.parametrize("shapes", CASES)
+@pytest.mark.parametrize("shapes", CASES + DECODING)
 def test_matches_the_composite_oracle(shapes, device):
     _check_against_the_oracle(shapes, device)
 
@@ -83,8 +88,8 @@ def _check_against_the_oracle(shapes, device):
 def test_matches_torch(device):
     torch = pytest.importorskip("torch")
     F = torch.nn.functional
-    for *dims, spec, causal in CASES + [((2, 4, 3, 4), (2, 2, 5, 4), (2, 2, 5, 3), "bool",
-                                         "gqa")]:
+    gqa_case = ((2, 4, 3, 4), (2, 2, 5, 4), (2, 2, 5, 3), "bool", "gqa")
+    for *dims, spec, causal in CASES + DECODING + [gqa_case]:
         gqa = causal == "gqa"
         q, k, v = _inputs(device, *dims, dtype=tg.float32)
         mask = _mask(spec, q, k, device, tg.float32)
@@ -288,3 +293,15 @@ def test_long_sequences_take_the_tiled_path_with_linear_memory():
     ref = composite(q[..., head, :], k[..., head, :], v[..., head, :], is_causal=True)
     np.testing.assert_allclose(np.asarray(out.detach())[..., head, :], np.asarray(ref.detach()),
                                atol=1e-5)
+
+
+def test_inference_skips_the_backward_statistics_but_not_the_values(device):
+    # Under no_grad the primitive keeps no row log-sum-exps (decoding pays for none); the
+    # output is the one a recorded call gives.
+    q, k, v = _inputs(device, (2, 3, 1, 5), (2, 3, 7, 5), (2, 3, 7, 2))
+    recorded = tg.scaled_dot_product_attention(q, k, v)
+    assert recorded.grad_fn.extra is not None
+    with tg.no_grad():
+        inferred = tg.scaled_dot_product_attention(q, k, v)
+    assert inferred.grad_fn is None
+    np.testing.assert_array_equal(np.asarray(inferred), np.asarray(recorded.detach()))

@@ -133,6 +133,23 @@ def test_backend_proxies_array_module_functions(device):
     assert not hasattr(backend, "no_such_function")
 
 
+@pytest.mark.parametrize("a_shape, b_shape, b_transposed", [
+    ((2, 5, 8), (8, 3), False),  # rows times one matrix: folded into one GEMM
+    ((2, 4, 1, 8), (2, 4, 6, 8), True),  # one query against k^T (decoding)
+    ((2, 4, 3, 8), (2, 4, 6, 8), True),  # several rows against k^T: laid out row-major
+    ((4, 1, 8), (1, 6, 8), True),  # broadcast batch
+    ((8,), (2, 8, 3), False),
+])
+def test_matmul_layouts_give_numpys_products(device, a_shape, b_shape, b_transposed):
+    backend = backends.get_backend(device)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    if b_transposed:
+        b = np.swapaxes(b, -1, -2)
+    out = backend.matmul(backend.from_host(a), backend.from_host(b))
+    np.testing.assert_allclose(backend.to_host(out), np.matmul(a, b), rtol=1e-12, atol=1e-12)
+
+
 def test_cupy_backend_arrays_live_on_the_gpu(device):
     if device == "cpu":
         pytest.skip("cupy backend: runs on the cuda device only")
