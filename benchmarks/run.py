@@ -12,6 +12,7 @@ met or not met. Progress goes to stderr, the report (markdown) to stdout. See RE
 """
 import argparse
 import datetime
+import importlib.metadata
 import importlib.util
 import json
 import math
@@ -224,10 +225,20 @@ def machine(args):
             f"{platform.system()} {platform.release()}",
             "python": platform.python_version(),
             "threads": f"{args.threads} per process (BLAS and torch)",
-            "numpy": numpy.__version__}
+            "numpy": numpy.__version__,
+            "tensorgrad CPU kernels": _kernels_in_use()}
     if hasattr(os, "getloadavg"):
         info["load average at start"] = "%.2f %.2f %.2f" % os.getloadavg()
     return info
+
+
+def _kernels_in_use():
+    """Whether tensorgrad's CPU backend runs its fused Numba kernels in this environment."""
+    if os.environ.get("TENSORGRAD_NUMBA") == "0":
+        return "off (TENSORGRAD_NUMBA=0): array code"
+    if importlib.util.find_spec("numba") is None:
+        return "off (numba not installed): array code"
+    return f"numba {importlib.metadata.version('numba')}: fused GELU (tanh) and norms"
 
 
 def main(argv=None):

@@ -29,6 +29,10 @@ class CupyBackend:
     def to_host(self, array):
         return cupy.asnumpy(array)
 
+    def kernels(self, *arrays):
+        """No fused kernels here yet: ops run their array code on the GPU."""
+        return None
+
     def scatter_add(self, target, index, values):
         cupyx.scatter_add(target, index, values)
 

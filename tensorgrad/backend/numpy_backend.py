@@ -42,10 +42,22 @@ def _row_major(a):
     return a
 
 
+def load_kernels():
+    """The fused Numba kernels (cpu_kernels), or None without Numba or with TENSORGRAD_NUMBA=0."""
+    if os.environ.get("TENSORGRAD_NUMBA") == "0":
+        return None
+    try:
+        from . import cpu_kernels
+    except ImportError:  # Numba is optional: pip install tensorgrad[fast]
+        return None
+    return cpu_kernels
+
+
 class NumpyBackend:
     name = "numpy"
     device = "cpu"
     xp = numpy
+    _kernels = ...  # loaded on first use: importing Numba costs a noticeable fraction of a second
 
     def __init__(self):
         self.rng = numpy.random.default_rng()
@@ -62,6 +74,14 @@ class NumpyBackend:
         return array
 
     # --- kernels whose spelling differs -----------------------------------------------------
+    def kernels(self, *arrays):
+        """Fused kernels for an op on `arrays` (see cpu_kernels; None entries are ignored), or
+        None: the op runs its array code instead."""
+        if self._kernels is ...:
+            self._kernels = load_kernels()
+        kernels = self._kernels
+        return kernels if kernels is not None and kernels.supports(arrays) else None
+
     def scatter_add(self, target, index, values):
         """target[index] += values, with repeated indices accumulated (unbuffered)."""
         numpy.add.at(target, index, values)

@@ -1,13 +1,15 @@
 """Scaled dot-product attention as one fused primitive: softmax(Q K^T * scale + M) V.
 
 Why a primitive (benchmarks/attention.py): the composite matmul -> softmax -> matmul keeps the
-(..., Tq, Tk) probabilities, and with a mask the masked scores too, alive until backward. This
-primitive saves only q, k, v, the additive bias, its (..., Tq, Ev) output and one log-sum-exp per
-query row; its VJP rebuilds the probabilities block by block from q, k and those. Inputs longer
-than one tile take a tiled path (FlashAttention's online softmax) that never holds the whole
-(Tq, Tk) matrix, forward or backward, so memory grows linearly with T. The composite
-(`_attention_composite`, matmul -> softmax -> matmul) is what create_graph differentiates and
-what the tests compare against.
+(..., Tq, Tk) probabilities, and with a mask the masked scores too, alive until backward, and
+its backward makes a pass per op. Inputs longer than one tile take a tiled path
+(FlashAttention's online softmax) that never holds the whole (Tq, Tk) matrix, forward or
+backward: it saves q, k, v, the additive bias, the (..., Tq, Ev) output and one log-sum-exp per
+query row, and its VJP rebuilds the probabilities block by block, so memory grows linearly with
+T. Shorter inputs (one tile of queries or keys) keep their probabilities for a VJP in four
+matmuls and a few passes. Under no_grad nothing is kept. The composite (`_attention_composite`,
+matmul -> softmax -> matmul) is what create_graph differentiates and what the tests compare
+against.
 
 Masks follow torch.nn.functional.scaled_dot_product_attention: a bool mask is True where a query
 MAY attend; a float mask is added to the scores (0 keeps, -inf removes) and may require grad
@@ -86,20 +88,16 @@ def _masked_scores(xp, q, k_t, bias, mask, causal, scale, rows, cols):
     return s
 
 
-def _softmax_(xp, s, masked, with_lse):
-    """Row softmax of scores, in place (fresh (Tq, Tk) arrays are costly to fill).
-    masked: whether scores were removed, so that a row may have none left; such rows become 0
-    and get a log-sum-exp of +inf, so that exp(score - lse) is 0 there too.
-    Returns the probabilities and, if with_lse (a backward will need them), each row's
-    log-sum-exp, else None."""
+def _softmax_(xp, s, masked):
+    """Row softmax of scores, in place (fresh (Tq, Tk) arrays are costly to fill). masked:
+    whether scores were removed, so that a row may have none left; such rows become 0."""
     top = s.max(axis=-1, keepdims=True)
     s -= top
     xp.exp(s, out=s)
-    total = s.sum(axis=-1, keepdims=True)
-    s *= 1 / total
+    s *= 1 / s.sum(axis=-1, keepdims=True)
     if masked:
         _zero_dead_rows(xp, s, top)
-    return s, _log_sum_exp(xp, top, total) if with_lse else None
+    return s
 
 
 def _zero_dead_rows(xp, x, top):
@@ -150,7 +148,7 @@ def _spans(length, step):
     return [slice(i, min(i + step, length)) for i in range(0, length, step)]
 
 
-def _attention_composite(q, k, v, bias, mask, causal, scale, dropout, tiled, with_lse):
+def _attention_composite(q, k, v, bias, mask, causal, scale, dropout, tiled, recording):
     """The primitive in tensorgrad ops (the whole matrix), differentiated under create_graph."""
     whole = slice(0, q.shape[-2]), slice(0, k.shape[-2])
     p = _probabilities(q, k, bias, mask, causal, scale, *whole)
@@ -159,52 +157,58 @@ def _attention_composite(q, k, v, bias, mask, causal, scale, dropout, tiled, wit
     return p @ v  # (..., Tq, Tk) @ (..., Tk, Ev) -> (..., Tq, Ev)
 
 
+# What the VJP gets besides q, k, v, the bias and the output (when the call is recorded): the
+# tiled path's row log-sum-exps, from which it rebuilds each block of probabilities; the whole
+# path's probabilities themselves, which its forward materialised anyway (at most one tile of
+# queries or of keys: rebuilding them would cost a batched matmul and an exp more).
 @primitive("scaled_dot_product_attention", saves=(0, 1, 2, 3), saves_out=True, saves_extra=True,
            composite=_attention_composite)
-def _attention(xp, q, k, v, bias, mask, causal, scale, dropout, tiled, with_lse):
+def _attention(xp, q, k, v, bias, mask, causal, scale, dropout, tiled, recording):
     if tiled:
         return _tiled(xp, q, k, v, bias, mask, causal, scale)
     whole = slice(0, q.shape[-2]), slice(0, k.shape[-2])
     # k^T as a view: the backend lays it out only if the product needs it (one query does not)
     scores = _masked_scores(xp, q, xp.swapaxes(k, -1, -2), bias, mask, causal, scale, *whole)
-    p, lse = _softmax_(xp, scores, bias is not None or mask is not None, with_lse)
-    if dropout is not None:
-        p = p * dropout
-    return xp.matmul(p, v), lse  # (..., Tq, Tk) @ (..., Tk, Ev) -> (..., Tq, Ev)
+    p = _softmax_(xp, scores, bias is not None or mask is not None)
+    out = xp.matmul(p if dropout is None else p * dropout, v)  # (..., Tq, Tk) @ (..., Tk, Ev)
+    return out, p if recording else None
 
 
 @_attention.defvjp
 def _attention_vjp(ctx, g):
     # With O = P V and P = softmax(S): dV = P^T dO, dP = dO V^T and
     # dS = P * (dP - rowsum(dP * P)), where rowsum(dP * P) = rowsum(dO * O) (FlashAttention's
-    # trick: an (..., Tq) sum over the output, not over the (..., Tq, Tk) matrix). Each block of
-    # P is rebuilt from the scores and the saved row log-sum-exps, exp(S - lse), so the tiled
-    # path holds one TILE x TILE block at a time here too. Arrays throughout: the composite
-    # covers create_graph.
+    # trick: an (..., Tq) sum over the output, not over the (..., Tq, Tk) matrix). The tiled
+    # path rebuilds each block of P from the scores and the saved row log-sum-exps,
+    # exp(S - lse), so it holds one TILE x TILE block at a time here too; the whole path has P
+    # from its forward. Arrays throughout: the composite covers create_graph.
     q, k, v, bias = (None if t is None else t.data for t in ctx.inputs)
-    a, xp, lse = ctx.attrs, ctx.backend, ctx.extra
+    a, xp = ctx.attrs, ctx.backend
     needs_q, needs_k, needs_v, needs_bias = ctx.needs_grad
-    g, scale, dropout = g.data, a["scale"], a["dropout"]
+    g, scale, dropout, tiled = g.data, a["scale"], a["dropout"], a["tiled"]
     tq, tk = q.shape[-2], k.shape[-2]
     delta = (g * ctx.out_data).sum(axis=-1, keepdims=True)  # (..., Tq, 1)
     # Every block product reads row-major operands: k^T, v^T, q^T and dO^T are laid out once,
     # and dK, dV are accumulated transposed (dK^T = Q^T dS, dV^T = dO^T P).
-    k_t, v_t = _transposed(xp, k), _transposed(xp, v)
+    k_t, v_t = _transposed(xp, k) if tiled else None, _transposed(xp, v)
     q_t = _transposed(xp, q) if needs_k else None
     g_t = _transposed(xp, g) if needs_v else None
     batch = g.shape[:-2]
     dq = xp.zeros(batch + q.shape[-2:], q.dtype) if needs_q else None
-    dk_t = xp.zeros(batch + k_t.shape[-2:], k.dtype) if needs_k else None
+    dk_t = xp.zeros(batch + k.shape[-2:][::-1], k.dtype) if needs_k else None
     dv_t = xp.zeros(batch + v_t.shape[-2:], v.dtype) if needs_v else None
     dbias = xp.zeros(_broadcast_shapes(batch + (tq, tk), bias.shape), bias.dtype) \
         if needs_bias else None
-    step = TILE if a["tiled"] else max(tq, tk, 1)
+    step = TILE if tiled else max(tq, tk, 1)
     for rows in _spans(tq, step):
         g_rows = g[..., rows, :]
-        for cols in _spans(min(tk, rows.stop) if a["tiled"] and a["causal"] else tk, step):
-            p = _masked_scores(xp, q, k_t, bias, a["mask"], a["causal"], scale, rows, cols)
-            p -= lse[..., rows, :]
-            xp.exp(p, out=p)  # (..., r, c)
+        for cols in _spans(min(tk, rows.stop) if tiled and a["causal"] else tk, step):
+            if tiled:
+                p = _masked_scores(xp, q, k_t, bias, a["mask"], a["causal"], scale, rows, cols)
+                p -= ctx.extra[..., rows, :]
+                xp.exp(p, out=p)  # (..., r, c)
+            else:
+                p = ctx.extra  # one block: the whole matrix (read only: backward may run twice)
             drop = None if dropout is None else _tile(dropout, rows, cols)
             if needs_v:
                 kept = p if drop is None else p * drop
@@ -282,7 +286,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     out = _attention(query, key, value, bias, mask=mask, causal=bool(is_causal), scale=scale,
                      dropout=dropout,
                      tiled=dropout is None and min(query.shape[-2], key.shape[-2]) > TILE,
-                     with_lse=recording)
+                     recording=recording)
     return _ungroup(out, groups)
 
 

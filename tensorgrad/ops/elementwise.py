@@ -278,6 +278,9 @@ def _gelu_composite(x, approximate):
 def _gelu(xp, x, approximate):
     # gelu(x) = 0.5 x gate(x), gate = 1 + tanh(u) or 1 + erf(x / sqrt 2); the gate is kept for
     # the VJP, which then needs no tanh or erf of its own.
+    kernels = xp.kernels(x)
+    if kernels is not None and approximate == "tanh":
+        return kernels.gelu_tanh(x)
     gate = xp.empty_like(x)  # an array even for 0-d x, so the passes below work in place
     if approximate == "tanh":
         xp.multiply(x, x, out=gate)
@@ -300,6 +303,9 @@ def _gelu_vjp(ctx, g):
     # arithmetic (page faults on new memory).
     x, = ctx.inputs
     gate, xp = ctx.extra, ctx.backend
+    kernels = xp.kernels(x.data, g.data)
+    if kernels is not None and ctx.attrs["approximate"] == "tanh":
+        return Tensor._constant(kernels.gelu_tanh_backward(x.data, gate, g.data), xp)
     x, gate = x.data.reshape(x.shape or (1,)), gate.reshape(x.shape or (1,))  # 0-d: no scalars
     slope = x * x
     if ctx.attrs["approximate"] == "tanh":

@@ -192,6 +192,10 @@ def _layer_norm_composite(x, weight, bias, dims, eps):
 
 @primitive("layer_norm", saves="all", saves_extra=True, composite=_layer_norm_composite)
 def _layer_norm(xp, x, weight, bias, dims, eps):
+    kernels = xp.kernels(x, weight, bias)
+    if kernels is not None:
+        y, mean, rstd = kernels.norm(x, weight, bias, eps, dims, center=True)
+        return y, (mean, rstd)
     mean = _row_mean(x, dims)
     y = x - mean
     rstd = 1.0 / xp.sqrt(_row_mean(y * y, dims) + eps)
@@ -207,7 +211,13 @@ def _layer_norm(xp, x, weight, bias, dims, eps):
 def _layer_norm_vjp(ctx, g):
     x, weight, bias = ctx.inputs
     mean, rstd = ctx.extra
-    dims = ctx.attrs["dims"]
+    dims, xp = ctx.attrs["dims"], ctx.backend
+    w = None if weight is None else weight.data
+    kernels = xp.kernels(x.data, w, g.data)
+    if kernels is not None:
+        grads = kernels.norm_backward(x.data, mean, rstd, w, g.data, dims, True,
+                                      *ctx.needs_grad[1:])
+        return tuple(None if a is None else Tensor._constant(a, xp) for a in grads)
     xhat = (x.data - mean) * rstd
     gy = g.data
     gxhat = gy * weight.data if weight is not None else gy
@@ -215,7 +225,6 @@ def _layer_norm_vjp(ctx, g):
     gx -= xhat * _row_mean(gxhat * xhat, dims)
     gx *= rstd
     rows = tuple(range(x.ndim - len(dims)))  # the dims weight and bias are shared over
-    xp = ctx.backend
     return (Tensor._constant(gx, xp),
             Tensor._constant((gy * xhat).sum(axis=rows), xp) if ctx.needs_grad[1] else None,
             Tensor._constant(gy.sum(axis=rows), xp) if ctx.needs_grad[2] else None)
@@ -246,6 +255,10 @@ def _rms_norm_composite(x, weight, dims, eps):
 
 @primitive("rms_norm", saves="all", saves_extra=True, composite=_rms_norm_composite)
 def _rms_norm(xp, x, weight, dims, eps):
+    kernels = xp.kernels(x, weight)
+    if kernels is not None:
+        y, _, rstd = kernels.norm(x, weight, None, eps, dims, center=False)
+        return y, rstd
     rstd = 1.0 / xp.sqrt(_row_mean(x * x, dims) + eps)
     y = x * rstd
     if weight is not None:
@@ -256,14 +269,19 @@ def _rms_norm(xp, x, weight, dims, eps):
 @_rms_norm.defvjp
 def _rms_norm_vjp(ctx, g):
     x, weight = ctx.inputs
-    rstd, dims = ctx.extra, ctx.attrs["dims"]
+    rstd, dims, xp = ctx.extra, ctx.attrs["dims"], ctx.backend
+    w = None if weight is None else weight.data
+    kernels = xp.kernels(x.data, w, g.data)
+    if kernels is not None:
+        gx, gw, _ = kernels.norm_backward(x.data, None, rstd, w, g.data, dims, False,
+                                          ctx.needs_grad[1], False)
+        return Tensor._constant(gx, xp), None if gw is None else Tensor._constant(gw, xp)
     xhat = x.data * rstd
     gy = g.data
     gxhat = gy * weight.data if weight is not None else gy
     gx = gxhat - xhat * _row_mean(gxhat * xhat, dims)
     gx *= rstd
     rows = tuple(range(x.ndim - len(dims)))
-    xp = ctx.backend
     return Tensor._constant(gx, xp), (Tensor._constant((gy * xhat).sum(axis=rows), xp)
                                       if ctx.needs_grad[1] else None)
 

@@ -296,7 +296,7 @@ def test_long_sequences_take_the_tiled_path_with_linear_memory():
 
 
 def test_inference_skips_the_backward_statistics_but_not_the_values(device):
-    # Under no_grad the primitive keeps no row log-sum-exps (decoding pays for none); the
+    # Under no_grad the primitive keeps nothing for a backward (decoding pays for none); the
     # output is the one a recorded call gives.
     q, k, v = _inputs(device, (2, 3, 1, 5), (2, 3, 7, 5), (2, 3, 7, 2))
     recorded = tg.scaled_dot_product_attention(q, k, v)

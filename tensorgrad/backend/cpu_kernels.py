@@ -1,0 +1,161 @@
+"""Fused CPU kernels compiled with Numba: each makes one pass over memory where the array code in
+tensorgrad.ops makes several (one NumPy call per arithmetic step, each writing a temporary).
+
+Used by the NumPy backend as `backend.kernels` when Numba is installed (`pip install
+tensorgrad[fast]`) and TENSORGRAD_NUMBA is not 0; otherwise `backend.kernels` is None and every
+op runs its array code, which is also what the CuPy backend runs. The tests run both.
+benchmarks/: gpt_step's GELU and layer norms, forward and backward, and decoding, where every
+call is on a single row and NumPy's per-call cost dominates.
+
+Only float32 and float64 arrays are handled (`supports`). The loops compute in float64 and store
+in the array's dtype, so float32 results stay float32. Compiled code is cached on disk
+(cache=True), so only the first process on a machine pays the compilation.
+"""
+import math
+
+import numba
+import numpy
+
+_jit = numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+_DTYPES = (numpy.dtype("float32"), numpy.dtype("float64"))
+
+
+def supports(arrays):
+    return all(a is None or a.dtype in _DTYPES for a in arrays)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_GELU_CUBIC = 0.044715
+
+
+# --- GELU, tanh form (GPT-2's) ----------------------------------------------------------------
+# gelu(x) = x gate / 2 with gate = 1 + tanh(u), u = c (x + 0.044715 x^3). NumPy's own tanh is
+# vectorised (several times faster than a compiled scalar tanh), so the forward is: u in one
+# loop, tanh in place by NumPy, then gate and y in a second loop.
+@_jit
+def _gelu_argument(x, u, c, c3):
+    for i in range(x.size):
+        xi = x[i]
+        u[i] = xi * (c + c3 * xi * xi)
+
+
+@_jit
+def _gelu_output(x, gate, y):
+    for i in range(x.size):
+        gate[i] += 1.0
+        y[i] = 0.5 * x[i] * gate[i]
+
+
+@_jit
+def _gelu_backward_loop(x, gate, g, gx, c, c3):
+    # d/dx = 0.5 (1 + t) (1 + x (1 - t) u'), t = gate - 1, u' = c + 3 c3 x^2
+    for i in range(x.size):
+        xi, gi = x[i], gate[i]
+        gx[i] = 0.5 * gi * (1.0 + xi * (2.0 - gi) * (c + 3.0 * c3 * xi * xi)) * g[i]
+
+
+def _flat(a):
+    return numpy.ascontiguousarray(a).reshape(-1)
+
+
+def gelu_tanh(x):
+    """(y, gate) of `ops.elementwise._gelu` with approximate='tanh'."""
+    flat = _flat(x)
+    y, gate = numpy.empty_like(flat), numpy.empty_like(flat)
+    _gelu_argument(flat, gate, _SQRT_2_OVER_PI, _SQRT_2_OVER_PI * _GELU_CUBIC)
+    numpy.tanh(gate, out=gate)
+    _gelu_output(flat, gate, y)
+    return y.reshape(x.shape), gate.reshape(x.shape)
+
+
+def gelu_tanh_backward(x, gate, g):
+    """GELU's (tanh form) input gradient from the forward's gate and the output gradient g."""
+    flat = _flat(x)
+    gx = numpy.empty_like(flat)
+    _gelu_backward_loop(flat, _flat(gate), _flat(g), gx, _SQRT_2_OVER_PI,
+                        _SQRT_2_OVER_PI * _GELU_CUBIC)
+    return gx.reshape(x.shape)
+
+
+# --- layer norm and RMS norm over rows ------------------------------------------------------------
+@_jit
+def _norm_loop(x, weight, bias, eps, center, y, mean, rstd):
+    rows, cols = x.shape
+    for r in range(rows):
+        mu = 0.0
+        if center:
+            for j in range(cols):
+                mu += x[r, j]
+            mu /= cols
+        square = 0.0
+        for j in range(cols):
+            d = x[r, j] - mu
+            square += d * d
+        inv = 1.0 / math.sqrt(square / cols + eps)
+        mean[r], rstd[r] = mu, inv
+        for j in range(cols):
+            v = (x[r, j] - mu) * inv
+            if weight is not None:
+                v *= weight[j]
+            if bias is not None:
+                v += bias[j]
+            y[r, j] = v
+
+
+@_jit
+def _norm_backward_loop(x, mean, rstd, weight, g, center, gx, gweight, gbias):
+    # gx = rstd (gxhat - mean(gxhat) - xhat mean(gxhat xhat)), gxhat = g * weight; RMS norm
+    # (center False) has no mean(gxhat) term. gweight, gbias: float64 sums over the rows.
+    rows, cols = x.shape
+    for r in range(rows):
+        mu, inv = mean[r], rstd[r]
+        total = 0.0
+        dot = 0.0
+        for j in range(cols):
+            gh = g[r, j] * weight[j] if weight is not None else g[r, j]
+            total += gh
+            dot += gh * (x[r, j] - mu) * inv
+        total = total / cols if center else 0.0
+        dot /= cols
+        for j in range(cols):
+            xh = (x[r, j] - mu) * inv
+            gh = g[r, j] * weight[j] if weight is not None else g[r, j]
+            gx[r, j] = inv * (gh - total - xh * dot)
+            if gweight is not None:
+                gweight[j] += g[r, j] * xh
+            if gbias is not None:
+                gbias[j] += g[r, j]
+
+
+def _rows(a, cols):
+    return _flat(a).reshape(-1, cols)
+
+
+def norm(x, weight, bias, eps, dims, center):
+    """Layer norm (center=True) or RMS norm over the trailing `dims` of x: (y, mean, rstd), the
+    statistics shaped as a keepdims reduction over dims (the mean is 0 for RMS norm)."""
+    cols = math.prod(x.shape[d] for d in dims)
+    rows = _rows(x, cols)
+    y = numpy.empty_like(rows)
+    mean = numpy.empty(rows.shape[0], x.dtype)
+    rstd = numpy.empty(rows.shape[0], x.dtype)
+    _norm_loop(rows, None if weight is None else weight.reshape(-1),
+               None if bias is None else bias.reshape(-1), float(eps), center, y, mean, rstd)
+    kept = tuple(1 if d in dims else s for d, s in enumerate(x.shape))
+    return y.reshape(x.shape), mean.reshape(kept), rstd.reshape(kept)
+
+
+def norm_backward(x, mean, rstd, weight, g, dims, center, needs_weight, needs_bias):
+    """(gx, gweight or None, gbias or None) of `norm`; mean may be None for RMS norm."""
+    cols = math.prod(x.shape[d] for d in dims)
+    rows = _rows(x, cols)
+    if mean is None:
+        mean = numpy.zeros(rows.shape[0], x.dtype)
+    gx = numpy.empty_like(rows)
+    gweight = numpy.zeros(cols) if needs_weight else None
+    gbias = numpy.zeros(cols) if needs_bias else None
+    _norm_backward_loop(rows, mean.reshape(-1), rstd.reshape(-1),
+                        None if weight is None else weight.reshape(-1), _rows(g, cols), center,
+                        gx, gweight, gbias)
+    shape = tuple(x.shape[d] for d in dims)
+    return (gx.reshape(x.shape),
+            None if gweight is None else gweight.astype(x.dtype).reshape(shape),
+            None if gbias is None else gbias.astype(x.dtype).reshape(shape))

@@ -1,0 +1,89 @@
+"""The NumPy backend's fused Numba kernels against the array code they replace.
+
+With Numba installed, the rest of the suite runs the kernels (test_ops' gradchecks, the torch
+parity tests); here every op that has a kernel also runs with the kernels switched off, and the
+two paths are compared directly, forward and backward, in float32 and float64.
+"""
+import numpy as np
+import pytest
+
+import tensorgrad as tg
+from tensorgrad.backend import get_backend, numpy_backend
+
+CPU = get_backend("cpu")
+pytest.importorskip("numba", reason="numba is not installed: the CPU backend runs without "
+                                    "fused kernels (pip install tensorgrad[fast])")
+
+
+@pytest.fixture
+def arrays_only(monkeypatch):
+    """The CPU backend with its kernels switched off: ops run their array code."""
+    monkeypatch.setattr(CPU, "_kernels", None)
+
+
+def _both_paths(fn, inputs, probe, monkeypatch):
+    """fn's output and input gradients with the kernels, then with the array code."""
+    results = []
+    for kernels in (numpy_backend.load_kernels(), None):
+        monkeypatch.setattr(CPU, "_kernels", kernels)
+        leaves = [tg.tensor(np.asarray(x), requires_grad=True) for x in inputs]
+        out = fn(*leaves)
+        grads = tg.grad(out, leaves, tg.tensor(probe))
+        results.append([out.detach().numpy()] + [g.numpy() for g in grads])
+    return results
+
+
+# Every case takes (x, w, b); ones that leave w or b out add them times 0, so that every input
+# has a gradient to compare.
+NORMS = {
+    "layer_norm": lambda x, w, b: tg.layer_norm(x, x.shape[-1], w, b),
+    "layer_norm bare": lambda x, w, b: tg.layer_norm(x, x.shape[-1]) + 0 * (w.sum() + b.sum()),
+    "layer_norm, two dims": lambda x, w, b: tg.layer_norm(x, x.shape[-2:]) * w.sum() + b.sum(),
+    "rms_norm": lambda x, w, b: tg.rms_norm(x, x.shape[-1], w, eps=1e-6) + 0 * b.sum(),
+    "gelu tanh": lambda x, w, b: tg.gelu(x, approximate="tanh") + 0 * (w.sum() + b.sum()),
+}
+
+
+@pytest.mark.parametrize("dtype", [tg.float32, tg.float64])
+@pytest.mark.parametrize("shape", [(5, 7), (2, 3, 16), (1, 128)])
+@pytest.mark.parametrize("name", sorted(NORMS))
+def test_kernels_match_the_array_code(name, shape, dtype, monkeypatch):
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(shape) * 3 + 1).astype(dtype)
+    w = rng.standard_normal(shape[-1]).astype(dtype)
+    b = rng.standard_normal(shape[-1]).astype(dtype)
+    probe = rng.standard_normal(shape).astype(dtype)
+    fused, plain = _both_paths(NORMS[name], [x, w, b], probe, monkeypatch)
+    tolerance = 1e-5 if dtype == tg.float32 else 1e-12
+    for a, e in zip(fused, plain):
+        assert a.dtype == dtype  # float32 stays float32
+        np.testing.assert_allclose(a, e, rtol=tolerance, atol=tolerance)
+
+
+def test_kernels_take_strided_and_scalar_inputs(monkeypatch):
+    x = np.random.default_rng(1).standard_normal((6, 8)).T  # not contiguous
+    probe = np.ones((8, 6))
+    fused, plain = _both_paths(lambda t: tg.layer_norm(t, 6) * tg.gelu(t, approximate="tanh"),
+                               [x], probe, monkeypatch)
+    for a, e in zip(fused, plain):
+        np.testing.assert_allclose(a, e, rtol=1e-12, atol=1e-12)
+    scalar = tg.tensor(0.7, dtype=tg.float64, requires_grad=True)
+    assert tg.gradcheck(lambda t: tg.gelu(t, approximate="tanh"), [scalar])
+
+
+@pytest.mark.parametrize("name", sorted(NORMS))
+def test_gradcheck_on_both_paths(name, monkeypatch):
+    for kernels in (numpy_backend.load_kernels(), None):
+        monkeypatch.setattr(CPU, "_kernels", kernels)
+        inputs = [tg.randn(*s, dtype=tg.float64, requires_grad=True) for s in ((3, 4), (4,), (4,))]
+        assert tg.gradcheck(NORMS[name], inputs)
+        assert tg.gradgradcheck(NORMS[name], inputs)
+
+
+def test_kernels_are_used_and_can_be_switched_off(monkeypatch, arrays_only):
+    assert CPU.kernels(np.zeros(3, np.float32)) is None
+    monkeypatch.setattr(CPU, "_kernels", numpy_backend.load_kernels())
+    assert CPU.kernels(np.zeros(3, np.float32)) is not None
+    assert CPU.kernels(np.zeros(3, np.float16)) is None  # only float32 and float64
+    monkeypatch.setenv("TENSORGRAD_NUMBA", "0")
+    assert numpy_backend.load_kernels() is None
