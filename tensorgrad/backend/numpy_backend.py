@@ -84,7 +84,14 @@ class NumpyBackend:
 
     def scatter_add(self, target, index, values):
         """target[index] += values, with repeated indices accumulated (unbuffered)."""
-        numpy.add.at(target, index, values)
+        rows = index[0] if len(index) == 1 else None
+        kernels = self.kernels(target, values)
+        if (kernels is not None and getattr(rows, "dtype", None) is not None
+                and rows.dtype.kind in "iu" and target.flags.c_contiguous
+                and values.shape == rows.shape + target.shape[1:]):
+            kernels.scatter_add_rows(target, rows, values)  # an embedding's gradient
+        else:
+            numpy.add.at(target, index, values)
 
     def matmul(self, a, b):
         """numpy.matmul, steered onto one large BLAS call where NumPy would not find it.

@@ -87,3 +87,27 @@ def test_kernels_are_used_and_can_be_switched_off(monkeypatch, arrays_only):
     assert CPU.kernels(np.zeros(3, np.float16)) is None  # only float32 and float64
     monkeypatch.setenv("TENSORGRAD_NUMBA", "0")
     assert numpy_backend.load_kernels() is None
+
+
+def test_row_scatter_add_matches_numpy_add_at():
+    rng = np.random.default_rng(2)
+    rows = np.array([[3, -1, 3], [0, 4, -5]])  # repeats, and negative rows counted from the end
+    values = rng.standard_normal((2, 3, 2, 4)).astype(np.float32)
+    expected = np.zeros((5, 2, 4), np.float32)
+    np.add.at(expected, (rows,), values)
+    target = np.zeros((5, 2, 4), np.float32)
+    CPU.scatter_add(target, (rows,), values)
+    np.testing.assert_allclose(target, expected, rtol=1e-6)
+    with pytest.raises(IndexError, match="out of range"):
+        CPU.scatter_add(target, (np.array([5]),), values[:1, :1, :, :].reshape(1, 2, 4))
+
+
+def test_embedding_gradient_is_the_same_on_both_paths(monkeypatch):
+    ids = tg.tensor([[1, 2, 1], [0, 1, 3]])
+    results = []
+    for kernels in (numpy_backend.load_kernels(), None):
+        monkeypatch.setattr(CPU, "_kernels", kernels)
+        table = tg.tensor(np.arange(20.0).reshape(5, 4), requires_grad=True)
+        (tg.embedding(ids, table) ** 2).sum().backward()
+        results.append(table.grad.numpy())
+    np.testing.assert_array_equal(*results)
