@@ -179,5 +179,6 @@ def scatter_add_rows(target, rows, values):
     """target[rows] += values with repeated rows accumulated: rows an integer array indexing
     target's first dimension, values of shape rows.shape + target.shape[1:]. NumPy's add.at
     does the same several times slower (benchmarks/: the token embedding's gradient)."""
-    _scatter_rows_loop(target.reshape(target.shape[0], -1), _flat(rows),
-                       _flat(values).reshape(rows.size, -1))
+    cols = math.prod(target.shape[1:])
+    _scatter_rows_loop(target.reshape(target.shape[0], cols), _flat(rows),
+                       _flat(values).reshape(rows.size, cols))

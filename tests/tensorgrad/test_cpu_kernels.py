@@ -98,6 +98,8 @@ def test_row_scatter_add_matches_numpy_add_at():
     target = np.zeros((5, 2, 4), np.float32)
     CPU.scatter_add(target, (rows,), values)
     np.testing.assert_allclose(target, expected, rtol=1e-6)
+    CPU.scatter_add(target, (np.zeros((0,), np.int64),), np.zeros((0, 2, 4), np.float32))
+    np.testing.assert_allclose(target, expected, rtol=1e-6)  # no rows: nothing changes
     with pytest.raises(IndexError, match="out of range"):
         CPU.scatter_add(target, (np.array([5]),), values[:1, :1, :, :].reshape(1, 2, 4))
 
