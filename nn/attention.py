@@ -24,25 +24,52 @@ class KVCache:
       rotary positions start at `len(cache)`);
     - cross-attention projects the memory on the first call only and reuses it afterwards.
     Nothing is freed automatically: make a new cache (or call `reset`) for a new sequence.
+
+    Under no_grad (generation) the keys and values are written into buffers that grow by
+    doubling, and `key`/`value` are views of their filled part: appending a token copies one
+    token, not the whole cache, so decoding n tokens copies O(n) rather than O(n^2). With grad
+    recording, appending is a differentiable `cat`.
     """
 
     def __init__(self):
         self.key = self.value = None
+        self._storage = None  # (keys, values) with room along dim -2, under no_grad
 
     def __len__(self):
         return 0 if self.key is None else self.key.shape[-2]
 
     def update(self, key, value):
         """Append (B, H, T_new, D) keys and values; return all cached ones (B, H, T, D)."""
-        if self.key is None:
+        if self.key is None and tg.is_grad_enabled():
             self.key, self.value = key, value
-        else:
+        elif tg.is_grad_enabled():
+            self._storage = None  # the cached views would be differentiated through: leave them
             self.key = tg.cat([self.key, key], dim=-2)
             self.value = tg.cat([self.value, value], dim=-2)
+        else:
+            self.key, self.value = (self._append(i, old, new) for i, old, new in
+                                    ((0, self.key, key), (1, self.value, value)))
         return self.key, self.value
+
+    def _append(self, i, cached, new):
+        """cached + new along dim -2, written into buffer i (made or doubled when full)."""
+        length, added = (0 if cached is None else cached.shape[-2]), new.shape[-2]
+        buffer = None if self._storage is None else self._storage[i]
+        if buffer is None or buffer.shape[-2] < length + added \
+                or buffer.shape[:-2] != new.shape[:-2] or buffer.dtype != new.dtype:
+            grown = tg.empty(*new.shape[:-2], max(2 * (length + added), 16), new.shape[-1],
+                             dtype=new.dtype, device=new.device)
+            if length:
+                grown[..., :length, :] = cached
+            storage = list(self._storage or (None, None))
+            storage[i] = buffer = grown
+            self._storage = tuple(storage)
+        buffer[..., length:length + added, :] = new
+        return buffer[..., :length + added, :]
 
     def reset(self):
         self.key = self.value = None
+        self._storage = None
 
 
 class MultiheadAttention(Module):

@@ -156,6 +156,27 @@ def test_cached_decoding_of_20_tokens_equals_the_full_forward(options):
     assert len(cache) == 0
 
 
+def test_cache_appends_in_place_under_no_grad_and_by_cat_with_grad():
+    keys = [tg.randn(2, 3, 1 if t else 5, 4) for t in range(30)]  # a 5-token prompt, 29 steps
+    cache = KVCache()
+    with tg.no_grad():
+        first = cache.update(keys[0], keys[0] * 2)[0]
+        views = [first]
+        for k in keys[1:]:
+            views.append(cache.update(k, k * 2)[0])
+    whole = tg.cat(keys, dim=-2)
+    np.testing.assert_array_equal(_np(cache.key), _np(whole))
+    np.testing.assert_array_equal(_np(cache.value), _np(whole * 2))
+    np.testing.assert_array_equal(_np(first), _np(keys[0]))  # earlier views keep their tokens
+    buffer = cache._storage[0]
+    assert buffer.shape[-2] < 2 * 34 + 1 and cache.key.shape[-2] == 34  # grown by doubling
+    k = tg.randn(2, 3, 1, 4, requires_grad=True)
+    key, _ = cache.update(k, k)  # grad mode: a differentiable cat of the views and k
+    key.sum().backward()
+    np.testing.assert_array_equal(_np(k.grad), np.ones((2, 3, 1, 4)))
+    assert cache._storage is None and len(cache) == 35
+
+
 def test_cross_attention_cache_projects_the_memory_once():
     attn = MultiheadAttention(16, 2)
     x, memory = tg.randn(1, 4, 16), tg.randn(1, 6, 16)
