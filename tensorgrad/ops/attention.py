@@ -316,9 +316,9 @@ def _prepare(op, q, k, v, attn_mask, scale, enable_gqa):
     for name, t in (("query", q), ("key", k), ("value", v)):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: {name} must be a Tensor, got {type(t).__name__}")
-        require_float(t, op)
         if t.ndim < 2:
             raise ValueError(f"{op}: {name} needs shape (..., T, E), got {t.shape}")
+    require_float(q, op)
     if not q.dtype == k.dtype == v.dtype:
         raise TypeError(f"{op}: query, key and value must share a dtype, got {q.dtype}, "
                         f"{k.dtype} and {v.dtype}")

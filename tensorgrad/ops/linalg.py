@@ -1,6 +1,6 @@
 """Matrix products: matmul (batched, broadcast, 1-D cases) and einsum."""
 from ..autograd import primitive
-from .operands import binary_operands
+from .operands import binary_operands, promote
 
 
 @primitive("matmul", saves=(0, 1))
@@ -80,7 +80,8 @@ def linear(input, weight, bias=None):
                          "(out_features, in_features)")
     if bias is not None and bias.shape != weight.shape[:1]:
         raise ValueError(f"linear: bias must have shape ({weight.shape[0]},), got {bias.shape}")
-    input, weight = binary_operands(input, weight)
+    if input.dtype != weight.dtype:
+        input, weight = promote(input, weight)
     return _linear(input, weight, bias)
 
 
