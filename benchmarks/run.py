@@ -18,6 +18,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -73,11 +74,18 @@ def parse_args(argv=None):
     parser.add_argument("--threads", type=int, default=os.cpu_count(),
                         help="BLAS and torch threads in each process (default: every CPU; 1 is "
                              "steadier on a machine shared with other work)")
+    parser.add_argument("--rounds", type=int,
+                        help="times each workload's frameworks run, in turn (default: 3, or 1 "
+                             "with --quick / --tiny); figures merge the rounds")
     parser.add_argument("--timeout", type=float, help="seconds allowed per child process")
     parser.add_argument("--child", metavar="WORKLOAD", help=argparse.SUPPRESS)
     parser.add_argument("--framework", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.mode = "tiny" if args.tiny else "quick" if args.quick else "full"
+    if args.rounds is None:
+        args.rounds = 3 if args.mode == "full" else 1
+    if args.rounds < 1:
+        raise SystemExit(f"--rounds: expected at least 1, got {args.rounds}")
     args.only = _names(args.only, workloads.NAMES, "--only") if args.only else workloads.NAMES
     args.frameworks = _names(args.frameworks, FRAMEWORKS, "--frameworks")
     return args
@@ -124,6 +132,24 @@ def run_child(name, framework, args):
             return {**json.loads(line[len(RESULT_MARK):]), "wall_s": wall}
     tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
     return {"error": f"exit {done.returncode}: {tail[0][:200]}", "wall_s": wall}
+
+
+def merge_rounds(runs):
+    """One framework's rounds of one workload as one result: each row's median is the median of
+    the rounds' medians, min and max the extremes, reps the total. The first failed round, if
+    any, is the result."""
+    failed = [r for r in runs if "error" in r]
+    if failed:
+        return failed[0]
+    rows = []
+    for per_round in zip(*(r["rows"] for r in runs)):
+        rows.append({**per_round[0],
+                     "median": statistics.median(r["median"] for r in per_round),
+                     "min": min(r["min"] for r in per_round),
+                     "max": max(r["max"] for r in per_round),
+                     "reps": sum(r["reps"] for r in per_round)})
+    return {**runs[0], "rows": rows, "wall_s": sum(r["wall_s"] for r in runs),
+            "peak_rss_mb": max(r.get("peak_rss_mb", 0.0) for r in runs)}
 
 
 # --- the report -----------------------------------------------------------------------------------
@@ -225,6 +251,7 @@ def machine(args):
             f"{platform.system()} {platform.release()}",
             "python": platform.python_version(),
             "threads": f"{args.threads} per process (BLAS and torch)",
+            "rounds": f"{args.rounds} (the frameworks take turns; figures merge the rounds)",
             "numpy": numpy.__version__,
             "tensorgrad CPU kernels": _kernels_in_use()}
     if hasattr(os, "getloadavg"):
@@ -257,14 +284,21 @@ def main(argv=None):
         if args.device not in getattr(module, "DEVICES", ("cpu", "cuda")):
             meta[f"{name} skipped"] = f"it runs on {', '.join(module.DEVICES)} only"
             continue
-        results[name] = {}
-        for framework in (f for f in module.FRAMEWORKS if f in frameworks):
-            print(f"[bench] {name} / {framework} ...", end=" ", file=sys.stderr, flush=True)
-            result = run_child(name, framework, args)
-            print(f"{result['wall_s']:.1f} s" + (f"  ERROR {result['error']}"
-                                                 if "error" in result else ""),
-                  file=sys.stderr, flush=True)
-            results[name][framework] = result
+        # The frameworks take turns, round after round, so that a machine whose speed drifts
+        # (shared cores, thermal limits) slows each of them alike rather than whichever ran
+        # during the slow minute.
+        runs = {f: [] for f in module.FRAMEWORKS if f in frameworks}
+        for round_ in range(args.rounds):
+            for framework, done in runs.items():
+                print(f"[bench] {name} / {framework} (round {round_ + 1}/{args.rounds}) ...",
+                      end=" ", file=sys.stderr, flush=True)
+                result = run_child(name, framework, args)
+                print(f"{result['wall_s']:.1f} s" + (f"  ERROR {result['error']}"
+                                                     if "error" in result else ""),
+                      file=sys.stderr, flush=True)
+                done.append(result)
+        results[name] = {framework: merge_rounds(done) for framework, done in runs.items()}
+        for result in results[name].values():
             if result.get("notes", {}).get("torch_threads"):
                 meta["torch"] = (f"{_torch_version()}, eager, torch.set_num_threads("
                                  f"{result['notes']['torch_threads']})")

@@ -174,6 +174,22 @@ def test_report_marks_targets_met_and_not_met():
     assert "| gpt_step | B=2 | ms/step ↓ | 30 | 10 | 40 | 3.00 | 0.75 |" in text
 
 
+def test_rounds_merge_into_medians_of_medians_and_extremes():
+    def timed(median, low, high, reps):
+        return {"rows": [{"case": "B=2", "metric": "ms/step", "better": "lower",
+                          "median": median, "min": low, "max": high, "reps": reps}],
+                "wall_s": 1.0, "peak_rss_mb": median}
+    merged = run.merge_rounds([timed(30, 29, 31, 5), timed(50, 45, 60, 5), timed(32, 30, 40, 6)])
+    assert merged["rows"][0] == {"case": "B=2", "metric": "ms/step", "better": "lower",
+                                 "median": 32, "min": 29, "max": 60, "reps": 16}
+    assert merged["wall_s"] == 3.0 and merged["peak_rss_mb"] == 50
+    failed = {"error": "exit 1: boom", "wall_s": 0.5}
+    assert run.merge_rounds([timed(30, 29, 31, 5), failed]) is failed
+    assert run.parse_args([]).rounds == 3 and run.parse_args(["--quick"]).rounds == 1
+    with pytest.raises(SystemExit, match="at least 1"):
+        run.parse_args(["--rounds", "0"])
+
+
 def test_bad_workload_name_is_a_clear_error():
     with pytest.raises(SystemExit, match="unknown name"):
         run.parse_args(["--only", "gpt_stpe"])
