@@ -26,16 +26,25 @@ class Adam(Optimizer):
 
     def _update(self, param, grad, state, group):
         lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
-        if wd and self.decoupled:
-            param.mul_(1.0 - lr * wd)
-        elif wd:
-            grad = grad + wd * param
         if not state:
             state["step"] = 0
             state["exp_avg"] = tg.zeros_like(param)
             state["exp_avg_sq"] = tg.zeros_like(param)
         state["step"] += 1
         step, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
+        kernels = param._backend.kernels(param.data, grad.data, m.data, v.data)
+        if kernels is not None and all(t.data.flags.c_contiguous for t in (param, m, v)):
+            # The whole update in one pass (tensorgrad/backend/cpu_kernels.py), in place: the
+            # version counters record it, as Tensor's in-place methods do.
+            for t in (param, m, v):
+                t._version[0] += 1
+            kernels.adam_step(param.data, grad.data, m.data, v.data, lr, (beta1, beta2),
+                              group["eps"], wd, self.decoupled, step)
+            return
+        if wd and self.decoupled:
+            param.mul_(1.0 - lr * wd)
+        elif wd:
+            grad = grad + wd * param
         m.mul_(beta1).add_(grad, alpha=1.0 - beta1)
         v.mul_(beta2).add_(grad * grad, alpha=1.0 - beta2)
         denom = v.sqrt() / math.sqrt(1.0 - beta2 ** step) + group["eps"]

@@ -1,22 +1,27 @@
-"""Fused CPU kernels compiled with Numba: each makes one pass over memory where the array code in
-tensorgrad.ops makes several (one NumPy call per arithmetic step, each writing a temporary).
+"""Fused CPU kernels compiled with Numba: each makes one pass over memory where the array code
+makes several (one NumPy call per arithmetic step, each writing a temporary).
 
-Used by the NumPy backend as `backend.kernels` when Numba is installed (`pip install
-tensorgrad[fast]`) and TENSORGRAD_NUMBA is not 0; otherwise `backend.kernels` is None and every
-op runs its array code, which is also what the CuPy backend runs. The tests run both.
-benchmarks/: gpt_step's GELU and layer norms, forward and backward, and decoding, where every
-call is on a single row and NumPy's per-call cost dominates.
+The NumPy backend hands this module out through `backend.kernels(*arrays)` when Numba is
+installed (`pip install tensorgrad[fast]`) and TENSORGRAD_NUMBA is not 0; otherwise that returns
+None and every op runs its array code, which is also what the CuPy backend runs. The tests run
+both. What is here and why (benchmarks/): GPT-mini's tanh-GELU and layer norms, forward and
+backward, its AdamW update and its embedding's gradient; and decoding, where every call is on a
+single row and NumPy's per-call cost dominates.
 
-Only float32 and float64 arrays are handled (`supports`). The loops compute in float64 and store
-in the array's dtype, so float32 results stay float32. Compiled code is cached on disk
-(cache=True), so only the first process on a machine pays the compilation.
+Only float32 and float64 arrays are handled (`supports`). The norm and GELU loops compute in
+float64 and store in the array's dtype, so float32 results stay float32; the Adam loop computes
+in the parameter's dtype, as its array code does. Compiled code is cached on disk (cache=True),
+so only the first process on a machine pays the compilation.
 """
 import math
 
 import numba
 import numpy
 
-_jit = numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+# error_model="numpy": x / 0 is inf or nan as in the array code, and without a zero check per
+# division the loops vectorise; "reassoc" lets sums vectorise too.
+_jit = numba.njit(cache=True, nogil=True, error_model="numpy",
+                  fastmath={"reassoc", "contract"})
 _DTYPES = (numpy.dtype("float32"), numpy.dtype("float64"))
 
 
@@ -182,3 +187,31 @@ def scatter_add_rows(target, rows, values):
     cols = math.prod(target.shape[1:])
     _scatter_rows_loop(target.reshape(target.shape[0], cols), _flat(rows),
                        _flat(values).reshape(rows.size, cols))
+
+
+# --- Adam / AdamW -------------------------------------------------------------------------------
+@_jit
+def _adam_loop(p, g, m, v, decay, l2, beta1, keep1, beta2, keep2, step_size, inv_bias2, eps):
+    for i in range(p.size):
+        pi = p[i]
+        gi = g[i] + l2 * pi
+        mi = beta1 * m[i] + keep1 * gi
+        vi = beta2 * v[i] + keep2 * gi * gi
+        m[i] = mi
+        v[i] = vi
+        p[i] = pi * decay - step_size * mi / (math.sqrt(vi) * inv_bias2 + eps)
+
+
+def adam_step(param, grad, exp_avg, exp_avg_sq, lr, betas, eps, weight_decay, decoupled, step):
+    """One Adam (decoupled=False: L2 folded into the gradient) or AdamW step, in place on the
+    C-contiguous arrays param, exp_avg and exp_avg_sq, in one pass instead of about a dozen
+    (tensorgrad.nn.optim.Adam gives the formulas). The scalars take the parameter's dtype, so
+    float32 parameters are updated in float32 arithmetic, as the array code does."""
+    kind = param.dtype.type
+    beta1, beta2 = betas
+    decay = 1.0 - lr * weight_decay if decoupled else 1.0
+    _adam_loop(param.reshape(-1), _flat(grad), exp_avg.reshape(-1), exp_avg_sq.reshape(-1),
+               kind(decay), kind(0.0 if decoupled else weight_decay), kind(beta1),
+               kind(1.0 - beta1), kind(beta2), kind(1.0 - beta2),
+               kind(lr / (1.0 - beta1 ** step)), kind(1.0 / math.sqrt(1.0 - beta2 ** step)),
+               kind(eps))

@@ -113,3 +113,26 @@ def test_embedding_gradient_is_the_same_on_both_paths(monkeypatch):
         (tg.embedding(ids, table) ** 2).sum().backward()
         results.append(table.grad.numpy())
     np.testing.assert_array_equal(*results)
+
+
+@pytest.mark.parametrize("optimizer", ["Adam", "AdamW"])
+@pytest.mark.parametrize("dtype", [tg.float32, tg.float64])
+def test_adam_steps_are_the_same_on_both_paths(optimizer, dtype, monkeypatch):
+    from tensorgrad import nn  # tensorgrad.nn's optimizers ask the backend for the kernel
+
+    start = np.random.default_rng(3).standard_normal((4, 5))
+    grads = np.random.default_rng(4).standard_normal((6, 4, 5))
+    trajectories = []
+    for kernels in (numpy_backend.load_kernels(), None):
+        monkeypatch.setattr(CPU, "_kernels", kernels)
+        p = nn.Parameter(tg.tensor(start, dtype=dtype))
+        opt = getattr(nn.optim, optimizer)([p], lr=0.1, weight_decay=0.05)
+        for g in grads:
+            p.grad = tg.tensor(g, dtype=dtype)
+            version = p._version[0]
+            opt.step()
+            assert p._version[0] > version  # an in-place update, as autograd must know
+        assert p.dtype == dtype and opt.state[p]["exp_avg_sq"].dtype == dtype
+        trajectories.append(p.detach().numpy())
+    tolerance = 1e-6 if dtype == tg.float32 else 1e-13
+    np.testing.assert_allclose(*trajectories, rtol=tolerance, atol=tolerance)
