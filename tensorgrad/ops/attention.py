@@ -167,9 +167,15 @@ def _attention(xp, q, k, v, bias, mask, causal, scale, dropout, tiled, recording
     if tiled:
         return _tiled(xp, q, k, v, bias, mask, causal, scale)
     whole = slice(0, q.shape[-2]), slice(0, k.shape[-2])
+    # With no mask or bias, the backend's fused kernel (if any) applies is_causal itself.
+    kernels = xp.kernels(q, k) if bias is None and mask is None else None
     # k^T as a view: the backend lays it out only if the product needs it (one query does not)
-    scores = _masked_scores(xp, q, xp.swapaxes(k, -1, -2), bias, mask, causal, scale, *whole)
-    p = _softmax_(xp, scores, bias is not None or mask is not None)
+    scores = _masked_scores(xp, q, xp.swapaxes(k, -1, -2), bias, mask,
+                            causal and kernels is None, scale, *whole)
+    if kernels is not None:
+        p = kernels.softmax_rows(scores, causal)
+    else:
+        p = _softmax_(xp, scores, bias is not None or mask is not None)
     out = xp.matmul(p if dropout is None else p * dropout, v)  # (..., Tq, Tk) @ (..., Tk, Ev)
     return out, p if recording else None
 
@@ -216,10 +222,14 @@ def _attention_vjp(ctx, g):
             if not (needs_q or needs_k or needs_bias):
                 continue
             ds = xp.matmul(g_rows, v_t[..., :, cols])  # (r, Ev) @ (Ev, c)
-            if drop is not None:
-                ds *= drop
-            ds -= delta[..., rows, :]
-            ds *= p
+            kernels = xp.kernels(ds, p)
+            if drop is None and kernels is not None and ds.shape == p.shape:
+                ds = kernels.softmax_backward(ds, p, delta[..., rows, :])
+            else:
+                if drop is not None:
+                    ds *= drop
+                ds -= delta[..., rows, :]
+                ds *= p
             if needs_q:
                 dq[..., rows, :] += xp.matmul(ds, k[..., cols, :]) * scale  # (r, c) @ (c, E)
             if needs_k:

@@ -136,3 +136,21 @@ def test_adam_steps_are_the_same_on_both_paths(optimizer, dtype, monkeypatch):
         trajectories.append(p.detach().numpy())
     tolerance = 1e-6 if dtype == tg.float32 else 1e-13
     np.testing.assert_allclose(*trajectories, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shapes", [
+    ((2, 3, 5, 4), (2, 3, 5, 4)),  # square
+    ((2, 3, 1, 4), (2, 3, 7, 4)),  # one query (decoding)
+    ((1, 2, 6, 4), (1, 2, 3, 4)),  # more queries than keys: top-left causal
+])
+def test_attention_softmax_kernels_match_the_array_code(shapes, causal, monkeypatch):
+    rng = np.random.default_rng(5)
+    q, k = (rng.standard_normal(s) for s in shapes)
+    v = rng.standard_normal(shapes[1][:-1] + (3,))
+    probe = rng.standard_normal(shapes[0][:-1] + (3,))
+    fused, plain = _both_paths(
+        lambda q, k, v: tg.scaled_dot_product_attention(q, k, v, is_causal=causal),
+        [q, k, v], probe, monkeypatch)
+    for a, e in zip(fused, plain):
+        np.testing.assert_allclose(a, e, rtol=1e-12, atol=1e-12)
