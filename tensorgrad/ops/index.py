@@ -5,6 +5,9 @@ from .elementwise import where
 from .operands import normalize_dim
 
 
+_BASIC = frozenset((slice, int, type(None), type(Ellipsis)))
+
+
 def array_index(index, like):
     """A Python index (ints, slices, None, Ellipsis, lists, Tensors) as one the backend takes.
 
@@ -12,6 +15,8 @@ def array_index(index, like):
     drives both the gather (forward) and the scatter-add (gradient).
     """
     items = index if isinstance(index, tuple) else (index,)
+    if all(type(item) in _BASIC for item in items):  # slicing only: nothing to convert
+        return items
     out = []
     for item in items:
         if isinstance(item, Tensor):
@@ -33,7 +38,7 @@ def array_index(index, like):
 
 
 def _is_advanced(index):
-    return any(hasattr(item, "dtype") for item in index)
+    return not all(type(item) in _BASIC for item in index)
 
 
 @primitive("getitem")
