@@ -137,15 +137,14 @@ def _rows(a, cols):
 def norm(x, weight, bias, eps, dims, center):
     """Layer norm (center=True) or RMS norm over the trailing `dims` of x: (y, mean, rstd), the
     statistics shaped as a keepdims reduction over dims (the mean is 0 for RMS norm)."""
-    cols = math.prod(x.shape[d] for d in dims)
-    rows = _rows(x, cols)
-    y = numpy.empty_like(rows)
-    mean = numpy.empty(rows.shape[0], x.dtype)
-    rstd = numpy.empty(rows.shape[0], x.dtype)
+    trailing = len(dims)
+    rows = _rows(x, math.prod(x.shape[-trailing:]))
+    y = numpy.empty(x.shape, x.dtype)
+    stats = numpy.empty((2,) + x.shape[:-trailing] + (1,) * trailing, x.dtype)  # mean, rstd
     _norm_loop(rows, None if weight is None else weight.reshape(-1),
-               None if bias is None else bias.reshape(-1), float(eps), center, y, mean, rstd)
-    kept = tuple(1 if d in dims else s for d, s in enumerate(x.shape))
-    return y.reshape(x.shape), mean.reshape(kept), rstd.reshape(kept)
+               None if bias is None else bias.reshape(-1), float(eps), center,
+               y.reshape(rows.shape), stats[0].reshape(-1), stats[1].reshape(-1))
+    return y, stats[0], stats[1]
 
 
 def norm_backward(x, mean, rstd, weight, g, dims, center, needs_weight, needs_bias):

@@ -232,14 +232,16 @@ def _layer_norm_vjp(ctx, g):
 
 def _norm_dims(x, normalized_shape, weight, bias, op):
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if x.shape[x.ndim - len(shape):] != shape:
+    ndim = x.ndim
+    if x.shape[ndim - len(shape):] != shape:
         raise ValueError(f"{op}: normalized_shape {shape} must equal the last dimensions of the "
                          f"input, got input shape {x.shape}")
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None and p.shape != shape:
             raise ValueError(f"{op}: {name} must have shape {shape}, got {p.shape}")
-    require_float(x, op)
-    return tuple(range(x.ndim - len(shape), x.ndim))
+    if x.dtype.kind not in "fc":
+        require_float(x, op)  # raises, naming the op
+    return tuple(range(ndim - len(shape), ndim))
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
