@@ -107,7 +107,7 @@ class NumpyBackend:
             if a.ndim >= 2 and a.shape[-2] == 1 and b.ndim > 2 and b.strides[-2] == b.itemsize:
                 # One row times transposed matrices (a decoding query against k^T): as b^T a^T
                 # it reads b's memory in order instead of copying it.
-                b_t = numpy.swapaxes(b, -1, -2)
+                b_t = b.swapaxes(-1, -2)
                 if _row_major(b_t) is b_t:
                     out = numpy.matmul(b_t, a.reshape(a.shape[:-2] + (a.shape[-1], 1)))
                     return out.reshape(out.shape[:-2] + (1, out.shape[-2]))

@@ -75,8 +75,10 @@ def _masked_scores(xp, q, k_t, bias, mask, causal, scale, rows, cols):
     (..., E, Tk)), removed scores set to the dtype's lowest finite value (so is an additive
     -inf: one rule then finds fully masked rows). A fresh (..., rows, cols) array, free to be
     overwritten."""
-    lowest = xp.finfo(q.dtype).min
     s = xp.matmul(q[..., rows, :] * q.dtype.type(scale), k_t[..., :, cols])  # (r, E) @ (E, c)
+    if bias is None and mask is None and not causal:
+        return s
+    lowest = xp.finfo(q.dtype).min
     if bias is not None:
         s = s + xp.maximum(_tile(bias, rows, cols), lowest)
     blocked = _blocked(xp, mask, causal, rows, cols)
@@ -170,7 +172,7 @@ def _attention(xp, q, k, v, bias, mask, causal, scale, dropout, tiled, recording
     # With no mask or bias, the backend's fused kernel (if any) applies is_causal itself.
     kernels = xp.kernels(q, k) if bias is None and mask is None else None
     # k^T as a view: the backend lays it out only if the product needs it (one query does not)
-    scores = _masked_scores(xp, q, xp.swapaxes(k, -1, -2), bias, mask,
+    scores = _masked_scores(xp, q, k.swapaxes(-1, -2), bias, mask,
                             causal and kernels is None, scale, *whole)
     if kernels is not None:
         p = kernels.softmax_rows(scores, causal)
