@@ -366,13 +366,13 @@ class Module:
         if root:
             _call_paths = self._paths()
         # A module called without being registered under the root nests by class name.
-        path = _call_paths.get(id(self))
-        previous = enter_scope("/" + path if path is not None else type(self).__name__)
+        scope = _call_paths.get(id(self))
+        previous = enter_scope(scope if scope is not None else type(self).__name__)
         try:
             try:
                 output = self.forward(*args, **kwargs)
             except Exception as exc:
-                _note_module(exc, self, path)
+                _note_module(exc, self, None if scope is None else scope[1:])
                 raise
             if self._forward_hooks:
                 for hook in list(self._forward_hooks.values()):
@@ -386,14 +386,14 @@ class Module:
         return output
 
     def _paths(self):
-        """{id(module): dotted path} under this root, named once and kept until the tree of
-        modules changes (a decoding loop calls the root once per token)."""
+        """{id(module): "/" + dotted path, the scope it runs in} under this root, named once and
+        kept until the tree of modules changes (a decoding loop calls the root once per token)."""
         cached = self.__dict__.get("_paths_cache")
         if cached is None or cached[0] != _tree_version:
             paths = {}
             for path, module in self.named_modules():
                 object.__setattr__(module, "_path", path)
-                paths[id(module)] = path
+                paths[id(module)] = "/" + path
             cached = (_tree_version, paths)
             object.__setattr__(self, "_paths_cache", cached)
         return cached[1]
