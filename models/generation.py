@@ -132,7 +132,7 @@ def generate(model, input_ids, max_new_tokens, temperature=1.0, top_k=None, top_
     try:
         ids, mask = input_ids, attention_mask
         cache = model.make_cache() if use_cache else None
-        cached = 0  # how many columns of `ids` the cache holds
+        unseen = ids  # the columns the cache has not seen yet
         done = tg.zeros(ids.shape[0], dtype=tg.bool, device=ids.device)
         for _ in range(max_new_tokens):
             if cache is not None and ids.shape[1] > window:
@@ -140,16 +140,16 @@ def generate(model, input_ids, max_new_tokens, temperature=1.0, top_k=None, top_
             if cache is None:
                 new, step_mask = ids[:, -window:], None if mask is None else mask[:, -window:]
             else:
-                new, step_mask = ids[:, cached:], mask
+                new, step_mask = unseen, mask
             positions = None
             if step_mask is not None:
                 positions = positions_from_mask(step_mask)[:, -new.shape[1]:]
             logits, _ = model(new, attention_mask=step_mask, position_ids=positions, cache=cache)
-            cached = ids.shape[1]
             token = next_token(logits[:, -1, :], temperature, top_k, top_p)  # (B,)
             if stop_tokens:
                 token = tg.where(done, pad, token)
-            ids = tg.cat([ids, token.unsqueeze(1)], dim=1)
+            unseen = token.unsqueeze(1)  # (B, 1)
+            ids = tg.cat([ids, unseen], dim=1)
             if mask is not None:
                 mask = tg.cat([mask, tg.ones_like(mask[:, :1])], dim=1)
             if stop_tokens:

@@ -1,5 +1,6 @@
 """Shape primitives (reshape, permute, expand, cat, pad, flip) and the composites built on them."""
 import functools
+import math
 
 from ..autograd import primitive
 from .elementwise import where
@@ -25,20 +26,18 @@ def _reshape_vjp(ctx, g):
 
 def reshape(x, *shape):
     """The same elements in a new shape; one dimension may be -1 (inferred)."""
-    shape = _sizes(shape)
-    known, free = 1, [i for i, s in enumerate(shape) if s == -1]
-    for s in shape:
-        if s != -1:
-            known *= s
-    size = x.data.size
-    if len(free) > 1 or any(s < -1 for s in shape) or (
-            not free and known != size) or (free and (known == 0 or size % known)):
-        raise RuntimeError(f"reshape: cannot view a tensor of shape {x.shape} ({size} elements) "
-                           f"as shape {shape}")
-    if free:
-        shape = shape[:free[0]] + (size // known,) + shape[free[0] + 1:]
+    requested, size = _sizes(shape), x.data.size
+    shape = requested
+    if -1 in shape:  # inferred from the others; a second -1 or a 0 beside it stays invalid
+        free = shape.index(-1)
+        known = math.prod(shape[:free] + shape[free + 1:])
+        if known > 0 and size % known == 0:
+            shape = shape[:free] + (size // known,) + shape[free + 1:]
     if shape == x.shape:
         return x
+    if math.prod(shape) != size or min(shape, default=0) < 0:
+        raise RuntimeError(f"reshape: cannot view a tensor of shape {x.shape} ({size} elements) "
+                           f"as shape {requested}")
     return _reshape(x, shape=shape)
 
 
