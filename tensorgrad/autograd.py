@@ -10,6 +10,8 @@ import functools
 
 from .tensor import Tensor
 
+_wrap = Tensor._wrap  # bound once: ops call it for every output
+
 # ----------------------------------------------------------------------------------------------
 # Global switches: grad mode, anomaly detection, the current scope.
 # Plain module globals rather than thread-locals: they are read on every op.
@@ -183,19 +185,19 @@ class Primitive:
             out = self.forward(backend, *datas, **attrs)
         except (ValueError, TypeError, IndexError) as exc:
             raise _library_error(self.name, exc, datas) from None
+        extra = None
         if self.saves_extra:
             out, extra = out
         if not out.shape and backend.isscalar(out):  # NumPy reductions return scalars, not arrays
             out = backend.asarray(out)
         if _anomaly:
             _check_finite(out, backend, f"op '{self.name}'{_where()} in forward")
+        version = args[0]._version if self.view else None
         if not (needs_grad and _grad_enabled and self.differentiable):
-            return Tensor._wrap(out, backend, False, None,
-                                args[0]._version if self.view else None)
+            return _wrap(out, backend, False, None, version)
         node = Node(self, args, attrs, out if self.saves_out else None, backend)
-        if self.saves_extra:
-            node.extra = extra
-        return Tensor._wrap(out, backend, True, node, args[0]._version if self.view else None)
+        node.extra = extra
+        return _wrap(out, backend, True, node, version)
 
     def __repr__(self):
         return f"<primitive {self.name}>"
