@@ -157,7 +157,9 @@ class MultiheadAttention(Module):
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0,
             is_causal=causal, enable_gqa=self.n_kv_heads != self.num_heads)  # (B, H, Tq, D)
-        out = out.transpose(1, 2).reshape(query.shape[0], tq, self.embed_dim)  # (B, Tq, C)
+        if tq > 1:
+            out = out.transpose(1, 2)  # (B, Tq, H, D); with one query the reshape alone does it
+        out = out.reshape(query.shape[0], tq, self.embed_dim)  # (B, Tq, C)
         weights = None
         if need_weights:
             weights = F.attention_weights(q, k, attn_mask=mask, is_causal=causal,
@@ -195,6 +197,8 @@ class MultiheadAttention(Module):
 
     def _heads(self, x, heads):
         B, T, _ = x.shape
+        if T == 1:  # one token (decoding): the same view in one op
+            return x.reshape(B, heads, 1, self.head_dim)
         return x.reshape(B, T, heads, self.head_dim).transpose(1, 2)  # (B, heads, T, D)
 
     def _name(self):
