@@ -26,7 +26,10 @@ _DTYPES = (numpy.dtype("float32"), numpy.dtype("float64"))
 
 
 def supports(arrays):
-    return all(a is None or a.dtype in _DTYPES for a in arrays)
+    for a in arrays:
+        if a is not None and a.dtype not in _DTYPES:
+            return False
+    return True
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715
 

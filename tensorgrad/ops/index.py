@@ -15,7 +15,7 @@ def array_index(index, like):
     drives both the gather (forward) and the scatter-add (gradient).
     """
     items = index if isinstance(index, tuple) else (index,)
-    if all(type(item) in _BASIC for item in items):  # slicing only: nothing to convert
+    if _BASIC.issuperset(map(type, items)):  # slicing only: nothing to convert
         return items
     out = []
     for item in items:
@@ -38,7 +38,7 @@ def array_index(index, like):
 
 
 def _is_advanced(index):
-    return not all(type(item) in _BASIC for item in index)
+    return not _BASIC.issuperset(map(type, index))
 
 
 @primitive("getitem")
