@@ -9,7 +9,7 @@ from collections import OrderedDict, namedtuple
 
 import tensorgrad as tg
 from tensorgrad import Tensor
-from tensorgrad.autograd import enter_scope, exit_scope
+from tensorgrad.autograd import enter_scope, set_scope
 
 
 class Parameter(Tensor):
@@ -366,13 +366,13 @@ class Module:
         if root:
             _call_paths = self._paths()
         # A module called without being registered under the root nests by class name.
-        scope = _call_paths.get(id(self))
-        previous = enter_scope(scope if scope is not None else type(self).__name__)
+        path = _call_paths.get(id(self))
+        previous = set_scope(path) if path is not None else enter_scope(type(self).__name__)
         try:
             try:
                 output = self.forward(*args, **kwargs)
             except Exception as exc:
-                _note_module(exc, self, None if scope is None else scope[1:])
+                _note_module(exc, self, path)
                 raise
             if self._forward_hooks:
                 for hook in list(self._forward_hooks.values()):
@@ -380,20 +380,20 @@ class Module:
                     if result is not None:
                         output = result
         finally:
-            exit_scope(previous)
+            set_scope(previous)
             if root:
                 _call_paths = None
         return output
 
     def _paths(self):
-        """{id(module): "/" + dotted path, the scope it runs in} under this root, named once and
-        kept until the tree of modules changes (a decoding loop calls the root once per token)."""
+        """{id(module): dotted path} under this root, named once and kept until the tree of
+        modules changes (a decoding loop calls the root once per token)."""
         cached = self.__dict__.get("_paths_cache")
         if cached is None or cached[0] != _tree_version:
             paths = {}
             for path, module in self.named_modules():
                 object.__setattr__(module, "_path", path)
-                paths[id(module)] = "/" + path
+                paths[id(module)] = path
             cached = (_tree_version, paths)
             object.__setattr__(self, "_paths_cache", cached)
         return cached[1]

@@ -72,19 +72,17 @@ class set_grad_enabled(_GradMode):
 def scope(name):
     """Name the nodes created inside: `with scope("attn"):` inside `blocks.0` gives `blocks.0.attn`.
 
-    A name starting with '/' replaces the current scope instead of extending it (modules push
-    their full dotted path this way).
+    A name starting with '/' replaces the current scope instead of extending it.
     """
     previous = enter_scope(name)
     try:
         yield _scope
     finally:
-        exit_scope(previous)
+        set_scope(previous)
 
 
 def enter_scope(name):
-    """`scope` without the context manager, for hot paths (every Module call): returns the
-    scope to hand back to `exit_scope`."""
+    """`scope` without the context manager: returns the scope to hand back to `set_scope`."""
     global _scope
     previous = _scope
     if name.startswith("/"):
@@ -94,9 +92,12 @@ def enter_scope(name):
     return previous
 
 
-def exit_scope(previous):
+def set_scope(scope):
+    """Make `scope`, a full dotted path ("" for none), the current one and return the one it
+    replaces: how modules enter their precomputed paths, and how any scope is left again."""
     global _scope
-    _scope = previous
+    previous, _scope = _scope, scope
+    return previous
 
 
 def current_scope():
