@@ -231,8 +231,9 @@ def _where():
 class Node:
     """A recorded application of a primitive; it is also the `ctx` a VJP rule receives."""
 
-    __slots__ = ("prim", "parents", "saved", "versions", "attrs", "scope", "in_shapes",
-                 "in_dtypes", "out_data", "backend", "extra", "__weakref__")
+    # needs_grad: one bool per input, does it want a gradient (a VJP may skip the others).
+    __slots__ = ("prim", "parents", "needs_grad", "saved", "versions", "attrs", "scope",
+                 "in_shapes", "in_dtypes", "out_data", "backend", "extra", "__weakref__")
 
     def __init__(self, prim, args, attrs, out_data, backend):
         self.prim = prim
@@ -242,31 +243,31 @@ class Node:
         self.scope = _scope
         self.out_data = out_data
         # One pass, no helpers: this runs once per recorded op.
-        self.parents = parents = []
-        self.in_shapes = shapes = []
-        self.in_dtypes = dtypes = []
+        parents, needs, shapes, dtypes = [], [], [], []
         for a in args:
             if a is None:
                 parents.append(None)
+                needs.append(False)
                 shapes.append(None)
                 dtypes.append(None)
-                continue
-            data = a.data
-            shapes.append(data.shape)
-            dtypes.append(data.dtype)
-            parents.append((a._node or a) if a.requires_grad else None)
+            else:
+                data = a.data
+                shapes.append(data.shape)
+                dtypes.append(data.dtype)
+                needs.append(a.requires_grad)
+                parents.append((a._node or a) if a.requires_grad else None)
+        self.parents, self.needs_grad = parents, needs
+        self.in_shapes, self.in_dtypes = shapes, dtypes
         saves = prim.saves
-        self.saved = args if saves == "all" else [args[i] for i in saves]
-        self.versions = [None if t is None else t._version[0] for t in self.saved]
+        self.saved = saved = args if saves == "all" else [args[i] for i in saves]
+        versions = []
+        for t in saved:
+            versions.append(None if t is None else t._version[0])
+        self.versions = versions
 
     @property
     def name(self):
         return self.prim.name
-
-    @property
-    def needs_grad(self):
-        """One bool per input: does it want a gradient (a VJP may skip the others)."""
-        return [p is not None for p in self.parents]
 
     @property
     def inputs(self):
