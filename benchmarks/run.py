@@ -136,8 +136,8 @@ def run_child(name, framework, args):
 
 def merge_rounds(runs):
     """One framework's rounds of one workload as one result: each row's median is the median of
-    the rounds' medians, min and max the extremes, reps the total. The first failed round, if
-    any, is the result."""
+    the rounds' medians (kept too, as round_medians, to pair with the other frameworks' rounds),
+    min and max the extremes, reps the total. The first failed round, if any, is the result."""
     failed = [r for r in runs if "error" in r]
     if failed:
         return failed[0]
@@ -145,6 +145,7 @@ def merge_rounds(runs):
     for per_round in zip(*(r["rows"] for r in runs)):
         rows.append({**per_round[0],
                      "median": statistics.median(r["median"] for r in per_round),
+                     "round_medians": [r["median"] for r in per_round],
                      "min": min(r["min"] for r in per_round),
                      "max": max(r["max"] for r in per_round),
                      "reps": sum(r["reps"] for r in per_round)})
@@ -201,14 +202,24 @@ def _check(target, case, status):
             "status": status}
 
 
+def ratio(ours, theirs):
+    """tensorgrad's figure over another's: the median of the round-by-round ratios when both ran
+    the same rounds (each pair ran minutes apart at most, so a machine's drift cancels), else
+    the ratio of the medians."""
+    pairs = list(zip(ours.get("round_medians", ()), theirs.get("round_medians", ())))
+    if len(pairs) > 1 and len(pairs) == len(ours["round_medians"]):
+        return statistics.median(a / b for a, b in pairs)
+    return ours["median"] / theirs["median"]
+
+
 def _judge(figures, other, relation, bound):
     if "tensorgrad" not in figures or other not in figures:
         return "missing a figure"
-    ratio = figures["tensorgrad"]["median"] / figures[other]["median"]
-    if not math.isfinite(ratio):
+    ratio_ = ratio(figures["tensorgrad"], figures[other])
+    if not math.isfinite(ratio_):
         return "not measurable"
-    met = ratio <= bound if relation == "<=" else ratio >= bound
-    return f"{'met' if met else 'NOT met'} ({ratio:.2f}x)"
+    met = ratio_ <= bound if relation == "<=" else ratio_ >= bound
+    return f"{'met' if met else 'NOT met'} ({ratio_:.2f}x)"
 
 
 def _label(framework):
@@ -221,14 +232,15 @@ def report(results, meta):
     targets = check_targets(table, results)
     lines = [f"## tensorgrad benchmarks ({meta['mode']}, {meta['device']})", ""]
     lines += [f"- {key}: {value}" for key, value in meta.items() if key not in ("mode", "device")]
-    lines += ["", "Figures: median [min-max] over the repetitions; ratios compare medians "
-              "(tensorgrad / other). ↑ higher is better, ↓ lower is better.", "",
+    lines += ["", "Figures: median [min-max] over the repetitions (and rounds); ratios are "
+              "tensorgrad / other, the median of the round-by-round ratios. ↑ higher is better, "
+              "↓ lower is better.", "",
               "| workload | case | metric | tensorgrad | torch | NumPy floor | tg/torch | "
               "tg/floor | target |",
               "|---|---|---|---:|---:|---:|---:|---:|---|"]
     for (name, case, metric), figures in table.items():
         cells = [cell(figures[f]) if f in figures else "-" for f in FRAMEWORKS]
-        ratios = [f"{figures['tensorgrad']['median'] / figures[f]['median']:.2f}"
+        ratios = [f"{ratio(figures['tensorgrad'], figures[f]):.2f}"
                   if "tensorgrad" in figures and f in figures else "-" for f in ("torch", "numpy")]
         better = next(iter(figures.values()))["better"]
         goal = "; ".join(f"{t['relation']}{t['bound']:g}x {_label(t['against'])}: "

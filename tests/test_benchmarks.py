@@ -181,13 +181,23 @@ def test_rounds_merge_into_medians_of_medians_and_extremes():
                 "wall_s": 1.0, "peak_rss_mb": median}
     merged = run.merge_rounds([timed(30, 29, 31, 5), timed(50, 45, 60, 5), timed(32, 30, 40, 6)])
     assert merged["rows"][0] == {"case": "B=2", "metric": "ms/step", "better": "lower",
-                                 "median": 32, "min": 29, "max": 60, "reps": 16}
+                                 "median": 32, "min": 29, "max": 60, "reps": 16,
+                                 "round_medians": [30, 50, 32]}
     assert merged["wall_s"] == 3.0 and merged["peak_rss_mb"] == 50
     failed = {"error": "exit 1: boom", "wall_s": 0.5}
     assert run.merge_rounds([timed(30, 29, 31, 5), failed]) is failed
     assert run.parse_args([]).rounds == 3 and run.parse_args(["--quick"]).rounds == 1
     with pytest.raises(SystemExit, match="at least 1"):
         run.parse_args(["--rounds", "0"])
+
+
+def test_ratios_pair_the_rounds():
+    # The machine slowed down during rounds 2 and 3 for tensorgrad but only during round 3 for
+    # torch: the medians say 3x, each round's pair says 1x (or 3x once).
+    ours = {"median": 30, "round_medians": [10, 30, 30]}
+    theirs = {"median": 10, "round_medians": [10, 10, 30]}
+    assert run.ratio(ours, theirs) == 1.0
+    assert run.ratio({"median": 30}, {"median": 10}) == 3.0  # one round: the medians
 
 
 def test_bad_workload_name_is_a_clear_error():
