@@ -4,6 +4,7 @@ import ctypes.util
 import math
 import os
 import sys
+import warnings
 
 import numpy
 
@@ -49,6 +50,10 @@ def load_kernels():
     try:
         from . import cpu_kernels
     except ImportError:  # Numba is optional: pip install tensorgrad[fast]
+        return None
+    except Exception as exc:  # installed but unusable here (say, no writable cache directory)
+        warnings.warn(f"tensorgrad: Numba kernels unavailable ({exc}); running the array code",
+                      RuntimeWarning, stacklevel=2)
         return None
     return cpu_kernels
 

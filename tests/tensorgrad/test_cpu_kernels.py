@@ -154,3 +154,20 @@ def test_attention_softmax_kernels_match_the_array_code(shapes, causal, monkeypa
         [q, k, v], probe, monkeypatch)
     for a, e in zip(fused, plain):
         np.testing.assert_allclose(a, e, rtol=1e-12, atol=1e-12)
+
+
+def test_an_unusable_numba_falls_back_to_the_array_code(monkeypatch):
+    import sys
+
+    import numba
+
+    import tensorgrad.backend
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("cannot cache function: no locator available")
+
+    monkeypatch.delitem(sys.modules, "tensorgrad.backend.cpu_kernels")
+    monkeypatch.delattr(tensorgrad.backend, "cpu_kernels")
+    monkeypatch.setattr(numba, "njit", broken)
+    with pytest.warns(RuntimeWarning, match="no locator available"):
+        assert numpy_backend.load_kernels() is None
