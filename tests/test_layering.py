@@ -1,4 +1,5 @@
-"""Imports only go down the picture: models -> nn -> tensorgrad; numpy/cupy only in backends."""
+"""Imports only go down the picture: models -> nn -> tensorgrad; numpy, cupy and numba only in
+backends."""
 import ast
 import pathlib
 
@@ -56,7 +57,7 @@ def test_only_backends_import_array_libraries(folder):
         if package.startswith("tensorgrad.backend"):
             continue
         for name, line in _imports(path, package):
-            if name.split(".")[0] in ("numpy", "cupy", "cupyx"):
+            if name.split(".")[0] in ("numpy", "cupy", "cupyx", "numba"):
                 offenders.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
     assert not offenders, "op code must ask the tensor's backend instead:\n" + "\n".join(offenders)
 
