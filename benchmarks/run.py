@@ -277,8 +277,8 @@ def _kernels_in_use():
         return "off (TENSORGRAD_NUMBA=0): array code"
     if importlib.util.find_spec("numba") is None:
         return "off (numba not installed): array code"
-    return (f"numba {importlib.metadata.version('numba')}: fused tanh-GELU, norms, Adam and "
-            "embedding gradients")
+    return (f"numba {importlib.metadata.version('numba')}: fused tanh-GELU, norms, attention "
+            "softmax, Adam and embedding gradients")
 
 
 def main(argv=None):
