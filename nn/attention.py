@@ -33,43 +33,41 @@ class KVCache:
 
     def __init__(self):
         self.key = self.value = None
-        self._storage = None  # (keys, values) with room along dim -2, under no_grad
+        self._storage = [None, None]  # key and value buffers with room along dim -2 (no_grad)
 
     def __len__(self):
         return 0 if self.key is None else self.key.shape[-2]
 
     def update(self, key, value):
         """Append (B, H, T_new, D) keys and values; return all cached ones (B, H, T, D)."""
-        if self.key is None and tg.is_grad_enabled():
+        if not tg.is_grad_enabled():
+            self.key = self._append(0, self.key, key)
+            self.value = self._append(1, self.value, value)
+        elif self.key is None:
             self.key, self.value = key, value
-        elif tg.is_grad_enabled():
-            self._storage = None  # the cached views would be differentiated through: leave them
+        else:
+            self._storage = [None, None]  # the cached views are differentiated through: keep them
             self.key = tg.cat([self.key, key], dim=-2)
             self.value = tg.cat([self.value, value], dim=-2)
-        else:
-            self.key, self.value = (self._append(i, old, new) for i, old, new in
-                                    ((0, self.key, key), (1, self.value, value)))
         return self.key, self.value
 
     def _append(self, i, cached, new):
         """cached + new along dim -2, written into buffer i (made or doubled when full)."""
         length, added = (0 if cached is None else cached.shape[-2]), new.shape[-2]
-        buffer = None if self._storage is None else self._storage[i]
+        buffer = self._storage[i]
         if buffer is None or buffer.shape[-2] < length + added \
                 or buffer.shape[:-2] != new.shape[:-2] or buffer.dtype != new.dtype:
-            grown = tg.empty(*new.shape[:-2], max(2 * (length + added), 16), new.shape[-1],
-                             dtype=new.dtype, device=new.device)
+            buffer = tg.empty(*new.shape[:-2], max(2 * (length + added), 16), new.shape[-1],
+                              dtype=new.dtype, device=new.device)
             if length:
-                grown[..., :length, :] = cached
-            storage = list(self._storage or (None, None))
-            storage[i] = buffer = grown
-            self._storage = tuple(storage)
+                buffer[..., :length, :] = cached
+            self._storage[i] = buffer
         buffer[..., length:length + added, :] = new
         return buffer[..., :length + added, :]
 
     def reset(self):
         self.key = self.value = None
-        self._storage = None
+        self._storage = [None, None]
 
 
 class MultiheadAttention(Module):

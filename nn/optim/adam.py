@@ -34,10 +34,10 @@ class Adam(Optimizer):
         step, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
         kernels = param._backend.kernels(param.data, grad.data, m.data, v.data)
         if kernels is not None and all(t.data.flags.c_contiguous for t in (param, m, v)):
-            # The whole update in one pass (tensorgrad/backend/cpu_kernels.py), in place: the
-            # version counters record it, as Tensor's in-place methods do.
+            # The whole update in one pass (tensorgrad/backend/cpu_kernels.py), in place, so
+            # recorded as Tensor's in-place methods record theirs.
             for t in (param, m, v):
-                t._version[0] += 1
+                t._inplace("adam_step")
             kernels.adam_step(param.data, grad.data, m.data, v.data, lr, (beta1, beta2),
                               group["eps"], wd, self.decoupled, step)
             return

@@ -208,6 +208,7 @@ def _attention_vjp(ctx, g):
     dbias = xp.zeros(_broadcast_shapes(batch + (tq, tk), bias.shape), bias.dtype) \
         if needs_bias else None
     step = TILE if tiled else max(tq, tk, 1)
+    kernels = xp.kernels(q) if dropout is None else None  # the fused dS = P (dP - delta)
     for rows in _spans(tq, step):
         g_rows = g[..., rows, :]
         for cols in _spans(min(tk, rows.stop) if tiled and a["causal"] else tk, step):
@@ -224,8 +225,7 @@ def _attention_vjp(ctx, g):
             if not (needs_q or needs_k or needs_bias):
                 continue
             ds = xp.matmul(g_rows, v_t[..., :, cols])  # (r, Ev) @ (Ev, c)
-            kernels = xp.kernels(ds, p)
-            if drop is None and kernels is not None and ds.shape == p.shape:
+            if kernels is not None and ds.shape == p.shape:
                 ds = kernels.softmax_backward(ds, p, delta[..., rows, :])
             else:
                 if drop is not None:

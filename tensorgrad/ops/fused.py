@@ -6,6 +6,8 @@ tensorgrad ops. layer_norm and rms_norm compute their first-order gradient on ar
 statistics the forward kept (benchmarks/: the op-by-op VJP cost a GPT-mini step more than its
 matmuls); they name their composite, which the engine differentiates under create_graph.
 """
+import math
+
 from ..autograd import primitive
 from ..tensor import Tensor
 from .elementwise import rsqrt
@@ -174,11 +176,8 @@ def _soft_cross_entropy(input, target, weight, reduction, label_smoothing):
 def _row_mean(x, dims):
     """x's mean over dims, kept: a sum times 1/n (NumPy's mean adds microseconds of Python per
     call, which decoding pays at every norm of every token)."""
-    n = 1
-    for d in dims:
-        n *= x.shape[d]
     total = x.sum(axis=dims, keepdims=True)
-    total *= 1.0 / n
+    total *= 1.0 / math.prod(x.shape[d] for d in dims)
     return total
 
 
@@ -239,8 +238,7 @@ def _norm_dims(x, normalized_shape, weight, bias, op):
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None and p.shape != shape:
             raise ValueError(f"{op}: {name} must have shape {shape}, got {p.shape}")
-    if x.dtype.kind not in "fc":
-        require_float(x, op)  # raises, naming the op
+    require_float(x, op)
     return tuple(range(ndim - len(shape), ndim))
 
 

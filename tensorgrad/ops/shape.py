@@ -242,9 +242,9 @@ def split(x, split_size_or_sections, dim=0):
         if sum(sections) != size:
             raise RuntimeError(f"split: sizes {sections} do not add up to {size}, the size of "
                                f"dim {dim} of shape {x.shape}")
-    out, start, lead = [], 0, (slice(None),) * dim
+    out, start = [], 0
     for length in sections:
-        out.append(x[lead + (slice(start, start + length),)])
+        out.append(narrow(x, dim, start, length))
         start += length
     return tuple(out)
 

@@ -174,7 +174,7 @@ def test_cache_appends_in_place_under_no_grad_and_by_cat_with_grad():
     key, _ = cache.update(k, k)  # grad mode: a differentiable cat of the views and k
     key.sum().backward()
     np.testing.assert_array_equal(_np(k.grad), np.ones((2, 3, 1, 4)))
-    assert cache._storage is None and len(cache) == 35
+    assert cache._storage == [None, None] and len(cache) == 35
 
 
 def test_cross_attention_cache_projects_the_memory_once():
