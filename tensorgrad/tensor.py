@@ -390,24 +390,13 @@ class Tensor:
         return "tensor(" + ", ".join([body] + extras) + ")"
 
 
-# Method forms of ops, attached by name so each has exactly one implementation in `ops`.
-_METHODS = (
-    "exp", "log", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "relu", "sin", "cos", "neg",
-    "square", "clamp", "clip", "maximum", "minimum", "sum", "mean", "var", "std", "max", "min",
-    "amax", "amin", "argmax", "argmin", "logsumexp", "matmul", "reshape", "view", "transpose",
-    "permute", "expand", "expand_as", "squeeze", "unsqueeze", "flatten", "split", "chunk", "tril",
-    "triu", "masked_fill", "gather", "softmax", "log_softmax", "pow", "any", "all",
-    "eq", "ne", "lt", "le", "gt", "ge", "erf", "reciprocal", "sign", "floor",
-    "ceil", "round", "view_as", "reshape_as", "repeat", "norm", "cumsum", "isnan", "isinf",
-    "isfinite", "flip", "narrow", "movedim", "unbind", "logical_not",
-)
-
-
-def attach_methods(ops):
-    global _ops
-    _ops = ops
-    for name in _METHODS:
-        setattr(Tensor, name, getattr(_ops, name))
+def tensor_method(fn, name=None):
+    """Declare an op a Tensor method as well: `@tensor_method` over `def softmax(x, dim=-1)`
+    makes `x.softmax(-1)` call that very function, so a method has no second implementation and
+    `help(Tensor.softmax)` shows the op's docstring. tests/tensorgrad/test_tensor_methods.py
+    checks the methods against torch.Tensor's."""
+    setattr(Tensor, name or fn.__name__, fn)
+    return fn
 
 
 # --------------------------------------------------------------------------------------------
@@ -611,4 +600,4 @@ def is_tensor(obj):
 
 from . import autograd as _autograd  # noqa: E402  (the engine needs Tensor defined first)
 
-_ops = None  # tensorgrad.ops, set by attach_methods once it has loaded
+_ops = None  # tensorgrad.ops, bound by tensorgrad/ops/__init__.py once it has loaded (operators)

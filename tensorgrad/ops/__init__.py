@@ -27,4 +27,4 @@ from .shape import (  # noqa: F401
 from .. import tensor as _tensor  # noqa: E402
 import sys as _sys  # noqa: E402
 
-_tensor.attach_methods(_sys.modules[__name__])
+_tensor._ops = _sys.modules[__name__]  # the operators (+, @, [] ...) call ops through it

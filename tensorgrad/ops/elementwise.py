@@ -6,7 +6,7 @@ not undone here: the engine sums every gradient back to its input's shape.
 import math
 
 from ..autograd import primitive
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor_method
 from .operands import as_operand, binary_operands, require_float
 
 
@@ -80,20 +80,24 @@ def _pow_vjp(ctx, g):
     return ga, gb
 
 
+@tensor_method
 def add(a, b, alpha=1):
     a, b = binary_operands(a, b)
     return _add(a, b if alpha == 1 else b * alpha)
 
 
+@tensor_method
 def sub(a, b, alpha=1):
     a, b = binary_operands(a, b)
     return _sub(a, b if alpha == 1 else b * alpha)
 
 
+@tensor_method
 def mul(a, b):
     return _mul(*binary_operands(a, b))
 
 
+@tensor_method
 def div(a, b):
     a, b = binary_operands(a, b)
     if a.data.dtype.kind not in "fc":  # true division of integers gives floats, as in PyTorch
@@ -101,26 +105,31 @@ def div(a, b):
     return _div(a, b)
 
 
+@tensor_method
 def neg(x):
     return _neg(x)
 
 
+@tensor_method
 def pow(a, b):
     return _pow(*binary_operands(a, b))
 
 
+@tensor_method
 def square(x):
     return x * x
 
 
+@tensor_method
 def reciprocal(x):
     return 1.0 / x
 
 
-true_divide = divide = div
-multiply = mul
-subtract = sub
-negative = neg
+true_divide = tensor_method(div, "true_divide")
+divide = tensor_method(div, "divide")
+multiply = tensor_method(mul, "multiply")
+subtract = tensor_method(sub, "subtract")
+negative = tensor_method(neg, "negative")
 
 
 # --- unary math -----------------------------------------------------------------------------------
@@ -248,24 +257,27 @@ def _unary(prim, name):
     return op
 
 
-exp = _unary(_exp, "exp")
-log = _unary(_log, "log")
-sqrt = _unary(_sqrt, "sqrt")
-sin = _unary(_sin, "sin")
-cos = _unary(_cos, "cos")
-tanh = _unary(_tanh, "tanh")
-sigmoid = _unary(_sigmoid, "sigmoid")
-erf = _unary(_erf, "erf")
+exp = tensor_method(_unary(_exp, "exp"))
+log = tensor_method(_unary(_log, "log"))
+sqrt = tensor_method(_unary(_sqrt, "sqrt"))
+sin = tensor_method(_unary(_sin, "sin"))
+cos = tensor_method(_unary(_cos, "cos"))
+tanh = tensor_method(_unary(_tanh, "tanh"))
+sigmoid = tensor_method(_unary(_sigmoid, "sigmoid"))
+erf = tensor_method(_unary(_erf, "erf"))
 
 
+@tensor_method
 def abs(x):
     return _abs(x)
 
 
+@tensor_method
 def relu(x):
     return _relu(x)
 
 
+@tensor_method
 def rsqrt(x):
     return sqrt(x).reciprocal()
 
@@ -374,10 +386,12 @@ _maximum.defvjp(_select_vjp)
 _minimum.defvjp(_select_vjp)
 
 
+@tensor_method
 def maximum(a, b):
     return _maximum(*binary_operands(a, b))
 
 
+@tensor_method
 def minimum(a, b):
     return _minimum(*binary_operands(a, b))
 
@@ -399,6 +413,7 @@ def _clamp_vjp(ctx, g):
     return g * inside.to(g.dtype)
 
 
+@tensor_method
 def clamp(x, min=None, max=None):
     """Limit x to [min, max]; tensor bounds broadcast (gradient 1 inside, 0 outside)."""
     if min is None and max is None:
@@ -409,7 +424,7 @@ def clamp(x, min=None, max=None):
     return _clamp(x, min=min, max=max)
 
 
-clip = clamp
+clip = tensor_method(clamp, "clip")
 
 
 @primitive("where")
@@ -499,19 +514,19 @@ def _nondiff(name, fn, arity):
     return op
 
 
-eq = _nondiff("eq", lambda xp, a, b: a == b, 2)
-ne = _nondiff("ne", lambda xp, a, b: a != b, 2)
-lt = _nondiff("lt", lambda xp, a, b: a < b, 2)
-le = _nondiff("le", lambda xp, a, b: a <= b, 2)
-gt = _nondiff("gt", lambda xp, a, b: a > b, 2)
-ge = _nondiff("ge", lambda xp, a, b: a >= b, 2)
-logical_and = _nondiff("logical_and", lambda xp, a, b: xp.logical_and(a, b), 2)
-logical_or = _nondiff("logical_or", lambda xp, a, b: xp.logical_or(a, b), 2)
-logical_not = _nondiff("logical_not", lambda xp, x: xp.logical_not(x), 1)
-sign = _nondiff("sign", lambda xp, x: xp.sign(x), 1)
-floor = _nondiff("floor", lambda xp, x: xp.floor(x), 1)
-ceil = _nondiff("ceil", lambda xp, x: xp.ceil(x), 1)
-round = _nondiff("round", lambda xp, x: xp.round(x), 1)
-isnan = _nondiff("isnan", lambda xp, x: xp.isnan(x), 1)
-isinf = _nondiff("isinf", lambda xp, x: xp.isinf(x), 1)
-isfinite = _nondiff("isfinite", lambda xp, x: xp.isfinite(x), 1)
+eq = tensor_method(_nondiff("eq", lambda xp, a, b: a == b, 2))
+ne = tensor_method(_nondiff("ne", lambda xp, a, b: a != b, 2))
+lt = tensor_method(_nondiff("lt", lambda xp, a, b: a < b, 2))
+le = tensor_method(_nondiff("le", lambda xp, a, b: a <= b, 2))
+gt = tensor_method(_nondiff("gt", lambda xp, a, b: a > b, 2))
+ge = tensor_method(_nondiff("ge", lambda xp, a, b: a >= b, 2))
+logical_and = tensor_method(_nondiff("logical_and", lambda xp, a, b: xp.logical_and(a, b), 2))
+logical_or = tensor_method(_nondiff("logical_or", lambda xp, a, b: xp.logical_or(a, b), 2))
+logical_not = tensor_method(_nondiff("logical_not", lambda xp, x: xp.logical_not(x), 1))
+sign = tensor_method(_nondiff("sign", lambda xp, x: xp.sign(x), 1))
+floor = tensor_method(_nondiff("floor", lambda xp, x: xp.floor(x), 1))
+ceil = tensor_method(_nondiff("ceil", lambda xp, x: xp.ceil(x), 1))
+round = tensor_method(_nondiff("round", lambda xp, x: xp.round(x), 1))
+isnan = tensor_method(_nondiff("isnan", lambda xp, x: xp.isnan(x), 1))
+isinf = tensor_method(_nondiff("isinf", lambda xp, x: xp.isinf(x), 1))
+isfinite = tensor_method(_nondiff("isfinite", lambda xp, x: xp.isfinite(x), 1))

@@ -9,7 +9,7 @@ matmuls); they name their composite, which the engine differentiates under creat
 import math
 
 from ..autograd import primitive
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor_method
 from .elementwise import rsqrt
 from .operands import normalize_dim, require_float
 
@@ -39,6 +39,7 @@ def _log_softmax_vjp(ctx, g):
     return g - y.exp() * g.sum(dim, keepdim=True)
 
 
+@tensor_method
 def softmax(x, dim=-1, dtype=None):
     """exp(x) / sum(exp(x)) along dim, shifted by the max so large logits do not overflow."""
     if dtype is not None:
@@ -47,6 +48,7 @@ def softmax(x, dim=-1, dtype=None):
     return _softmax(x, dim=normalize_dim(dim, x.ndim, "softmax"))
 
 
+@tensor_method
 def log_softmax(x, dim=-1, dtype=None):
     if dtype is not None:
         x = x.to(dtype)

@@ -1,6 +1,6 @@
 """Indexing: x[index], gather, and the scatter-adds that are their gradients (and vice versa)."""
 from ..autograd import primitive
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor_method
 from .elementwise import where
 from .operands import normalize_dim
 
@@ -128,18 +128,21 @@ def _check_along(x, dim, index, op):
     return dim
 
 
+@tensor_method
 def gather(x, dim, index):
     """out[i][j] = x[i][index[i][j]] for dim=1 (torch.gather semantics, any number of dims)."""
     dim = _check_along(x, dim, index, "gather")
     return _gather(x, dim=dim, index=index.data)
 
 
+@tensor_method
 def scatter_add(x, dim, index, src):
     """x plus src added at `index` along dim (repeated indices accumulate)."""
     dim = _check_along(x, dim, index, "scatter_add")
     return x + _scatter_add(src, dim=dim, index=index.data, shape=x.shape)
 
 
+@tensor_method
 def masked_fill(x, mask, value):
     """x with `value` wherever `mask` (broadcast to x) is True."""
     if not isinstance(mask, Tensor) or mask.dtype.kind != "b":

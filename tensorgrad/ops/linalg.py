@@ -1,5 +1,6 @@
 """Matrix products: matmul (batched, broadcast, 1-D cases) and einsum."""
 from ..autograd import primitive
+from ..tensor import tensor_method
 from .operands import binary_operands, promote
 
 
@@ -35,6 +36,7 @@ def _matmul_vjp(ctx, g):
     return ga, gb
 
 
+@tensor_method
 def matmul(a, b):
     """Matrix product with NumPy/PyTorch semantics: batched, broadcast, 1-D operands allowed."""
     a, b = binary_operands(a, b)

@@ -3,7 +3,7 @@ import builtins
 from collections import namedtuple
 
 from ..autograd import primitive
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor_method
 from .elementwise import log, sqrt, exp, where, isfinite
 from .operands import normalize_dims, normalize_dim
 
@@ -27,6 +27,7 @@ def _sum_vjp(ctx, g):
     return g.expand(*shape)
 
 
+@tensor_method
 def sum(x, dim=None, keepdim=False, dtype=None):
     """Sum over `dim` (an int, a tuple, or None for all). Integer and bool inputs sum to int64."""
     dims = normalize_dims(dim, x.ndim, "sum")
@@ -37,6 +38,7 @@ def sum(x, dim=None, keepdim=False, dtype=None):
     return _sum(x, dim=dims, keepdim=keepdim)
 
 
+@tensor_method
 def mean(x, dim=None, keepdim=False):
     if x.data.dtype.kind not in "fc":
         raise TypeError(f"mean: expected a floating point tensor, got {x.dtype}; use .float()")
@@ -47,6 +49,7 @@ def mean(x, dim=None, keepdim=False):
     return _sum(x, dim=dims, keepdim=keepdim) * (1.0 / count if count else float("nan"))
 
 
+@tensor_method
 def var(x, dim=None, correction=1, keepdim=False, unbiased=None):
     """Variance with Bessel's correction by default (correction=1), as in PyTorch."""
     if unbiased is not None:
@@ -60,6 +63,7 @@ def var(x, dim=None, correction=1, keepdim=False, unbiased=None):
     return total / builtins.max(count - correction, 0)
 
 
+@tensor_method
 def std(x, dim=None, correction=1, keepdim=False, unbiased=None):
     return sqrt(var(x, dim, correction, keepdim, unbiased))
 
@@ -97,18 +101,21 @@ def _check_nonempty(x, dims, op):
         raise RuntimeError(f"{op}: cannot reduce over an empty dimension (shape {x.shape})")
 
 
+@tensor_method
 def amax(x, dim=None, keepdim=False):
     dims = normalize_dims(dim, x.ndim, "amax")
     _check_nonempty(x, dims, "amax")
     return _amax(x, dim=dims, keepdim=keepdim)
 
 
+@tensor_method
 def amin(x, dim=None, keepdim=False):
     dims = normalize_dims(dim, x.ndim, "amin")
     _check_nonempty(x, dims, "amin")
     return _amin(x, dim=dims, keepdim=keepdim)
 
 
+@tensor_method
 def max(x, dim=None, keepdim=False):
     """max(x) -> the largest value; max(x, dim) -> (values, indices); max(x, other) -> maximum."""
     if isinstance(dim, Tensor):
@@ -119,6 +126,7 @@ def max(x, dim=None, keepdim=False):
     return values_indices(amax(x, dim, keepdim), argmax(x, dim, keepdim))
 
 
+@tensor_method
 def min(x, dim=None, keepdim=False):
     """min(x) -> the smallest value; min(x, dim) -> (values, indices); min(x, other) -> minimum."""
     if isinstance(dim, Tensor):
@@ -146,15 +154,18 @@ def _arg_extreme(prim, x, dim, keepdim):
     return prim(x, dim=normalize_dim(dim, x.ndim, prim.name), keepdim=keepdim)
 
 
+@tensor_method
 def argmax(x, dim=None, keepdim=False):
     """Index of the largest value (of the flattened tensor when dim is None), as int64."""
     return _arg_extreme(_argmax, x, dim, keepdim)
 
 
+@tensor_method
 def argmin(x, dim=None, keepdim=False):
     return _arg_extreme(_argmin, x, dim, keepdim)
 
 
+@tensor_method
 def logsumexp(x, dim, keepdim=False):
     """log(sum(exp(x))) over dim, computed stably by shifting by the (constant) maximum."""
     dims = normalize_dims(dim, x.ndim, "logsumexp")
@@ -165,6 +176,7 @@ def logsumexp(x, dim, keepdim=False):
                                                  if i not in dims))
 
 
+@tensor_method
 def norm(x, p=2, dim=None, keepdim=False):
     """Vector p-norm over dim (all elements by default); p = 2, 1 or inf."""
     if p == 2:
@@ -186,10 +198,12 @@ def _all(xp, x, dim, keepdim):
     return x.all(axis=dim, keepdims=keepdim)
 
 
+@tensor_method
 def any(x, dim=None, keepdim=False):
     return _any(x, dim=normalize_dims(dim, x.ndim, "any"), keepdim=keepdim)
 
 
+@tensor_method
 def all(x, dim=None, keepdim=False):
     return _all(x, dim=normalize_dims(dim, x.ndim, "all"), keepdim=keepdim)
 
@@ -205,5 +219,6 @@ def _cumsum_vjp(ctx, g):
     return g.flip(dim).cumsum(dim).flip(dim)
 
 
+@tensor_method
 def cumsum(x, dim):
     return _cumsum(x, dim=normalize_dim(dim, x.ndim, "cumsum"))

@@ -3,6 +3,7 @@ import functools
 import math
 
 from ..autograd import primitive
+from ..tensor import tensor_method
 from .elementwise import where
 from .operands import normalize_dim, result_dtype
 
@@ -24,6 +25,7 @@ def _reshape_vjp(ctx, g):
     return g.reshape(ctx.in_shapes[0])
 
 
+@tensor_method
 def reshape(x, *shape):
     """The same elements in a new shape; one dimension may be -1 (inferred)."""
     requested, size = _sizes(shape), x.data.size
@@ -41,16 +43,18 @@ def reshape(x, *shape):
     return _reshape(x, shape=shape)
 
 
-view = reshape
+view = tensor_method(reshape, "view")
 
 
+@tensor_method
 def view_as(x, other):
     return reshape(x, other.shape)
 
 
-reshape_as = view_as
+reshape_as = tensor_method(view_as, "reshape_as")
 
 
+@tensor_method
 def flatten(x, start_dim=0, end_dim=-1):
     if x.ndim == 0:
         return reshape(x, 1)
@@ -60,6 +64,7 @@ def flatten(x, start_dim=0, end_dim=-1):
     return reshape(x, shape[:start] + (-1,) + shape[end + 1:])
 
 
+@tensor_method
 def squeeze(x, dim=None):
     """Drop size-1 dimensions (all of them, or only `dim`, an int or tuple)."""
     if dim is None:
@@ -71,6 +76,7 @@ def squeeze(x, dim=None):
     return reshape(x, tuple(s for i, s in enumerate(x.shape) if i not in dims))
 
 
+@tensor_method
 def unsqueeze(x, dim):
     dim = normalize_dim(dim, x.ndim + 1, "unsqueeze")
     return reshape(x, x.shape[:dim] + (1,) + x.shape[dim:])
@@ -91,6 +97,7 @@ def _permute_vjp(ctx, g):
     return g.permute(*inverse)
 
 
+@tensor_method
 def permute(x, *dims):
     dims = tuple(normalize_dim(d, x.ndim, "permute") for d in _sizes(dims))
     if sorted(dims) != list(range(x.ndim)):
@@ -101,6 +108,7 @@ def permute(x, *dims):
     return _permute(x, dims=dims)
 
 
+@tensor_method
 def transpose(x, dim0, dim1):
     d0, d1 = normalize_dim(dim0, x.ndim, "transpose"), normalize_dim(dim1, x.ndim, "transpose")
     if d0 == d1:
@@ -110,6 +118,7 @@ def transpose(x, dim0, dim1):
     return _permute(x, dims=tuple(dims))
 
 
+@tensor_method
 def movedim(x, source, destination):
     source = normalize_dim(source, x.ndim, "movedim")
     destination = normalize_dim(destination, x.ndim, "movedim")
@@ -129,6 +138,7 @@ def _expand_vjp(ctx, g):
     return g  # the engine sums the gradient back down to the input's shape
 
 
+@tensor_method
 def expand(x, *sizes):
     """Broadcast to a larger shape without copying; -1 keeps a dimension's size."""
     sizes = _sizes(sizes)
@@ -146,14 +156,17 @@ def expand(x, *sizes):
     return _expand(x, shape=shape)
 
 
+@tensor_method
 def expand_as(x, other):
     return expand(x, other.shape)
 
 
+@tensor_method
 def broadcast_to(x, shape):
     return expand(x, tuple(shape))
 
 
+@tensor_method
 def repeat(x, *sizes):
     """Tile x: repeat(2, 3) on shape (a, b) gives (2a, 3b), as torch.Tensor.repeat."""
     sizes = _sizes(sizes)
@@ -221,6 +234,7 @@ def stack(tensors, dim=0):
     return cat([unsqueeze(t, dim) for t in tensors], dim)
 
 
+@tensor_method
 def narrow(x, dim, start, length):
     """x sliced to [start, start + length) along dim (a view)."""
     dim = normalize_dim(dim, x.ndim, "narrow")
@@ -228,6 +242,7 @@ def narrow(x, dim, start, length):
     return x[index]
 
 
+@tensor_method
 def split(x, split_size_or_sections, dim=0):
     """Pieces of `split_size` along dim (the last may be smaller), or of the given sizes."""
     dim = normalize_dim(dim, x.ndim, "split")
@@ -249,12 +264,14 @@ def split(x, split_size_or_sections, dim=0):
     return tuple(out)
 
 
+@tensor_method
 def chunk(x, chunks, dim=0):
     """Split into `chunks` pieces of ceil(size / chunks) (the last may be smaller)."""
     size = x.shape[normalize_dim(dim, x.ndim, "chunk")]
     return split(x, max(-(-size // chunks), 1), dim)
 
 
+@tensor_method
 def unbind(x, dim=0):
     dim = normalize_dim(dim, x.ndim, "unbind")
     return tuple(squeeze(piece, dim) for piece in split(x, 1, dim))
@@ -300,6 +317,7 @@ def _flip_vjp(ctx, g):
     return g.flip(ctx.attrs["dims"])
 
 
+@tensor_method
 def flip(x, dims):
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     return _flip(x, dims=tuple(normalize_dim(d, x.ndim, "flip") for d in dims))
@@ -318,11 +336,13 @@ def _triangle(x, diagonal, lower):
     return where(Tensor._constant(keep, xp), x, 0)
 
 
+@tensor_method
 def tril(x, diagonal=0):
     """Keep the lower triangle (j <= i + diagonal) of the last two dims, zero the rest."""
     return _triangle(x, diagonal, True)
 
 
+@tensor_method
 def triu(x, diagonal=0):
     """Keep the upper triangle (j >= i + diagonal) of the last two dims, zero the rest."""
     return _triangle(x, diagonal, False)
