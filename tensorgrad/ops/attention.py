@@ -25,8 +25,8 @@ import math
 
 from ..autograd import is_grad_enabled, primitive
 from ..tensor import Tensor
-from .elementwise import maximum, where
-from .fused import softmax
+from .select import maximum, where
+from .softmax import softmax
 from .operands import require_float
 
 # Rows and columns of scores per tile. Once both lengths exceed one tile, the tiled path runs:
@@ -226,7 +226,7 @@ def _attention_vjp(ctx, g):
                 continue
             ds = xp.matmul(g_rows, v_t[..., :, cols])  # (r, Ev) @ (Ev, c)
             if kernels is not None and ds.shape == p.shape:
-                ds = kernels.softmax_backward(ds, p, delta[..., rows, :])
+                ds = kernels.softmax_rows_backward(ds, p, delta[..., rows, :])
             else:
                 if drop is not None:
                     ds *= drop

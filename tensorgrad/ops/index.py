@@ -1,7 +1,7 @@
 """Indexing: x[index], gather, and the scatter-adds that are their gradients (and vice versa)."""
 from ..autograd import primitive
 from ..tensor import Tensor, tensor_method
-from .elementwise import where
+from .select import where
 from .operands import normalize_dim
 
 

@@ -4,7 +4,9 @@ from collections import namedtuple
 
 from ..autograd import primitive
 from ..tensor import Tensor, tensor_method
-from .elementwise import log, sqrt, exp, where, isfinite
+from .compare import isfinite
+from .select import where
+from .unary import exp, log, sqrt
 from .operands import normalize_dims, normalize_dim
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -119,7 +121,7 @@ def amin(x, dim=None, keepdim=False):
 def max(x, dim=None, keepdim=False):
     """max(x) -> the largest value; max(x, dim) -> (values, indices); max(x, other) -> maximum."""
     if isinstance(dim, Tensor):
-        from .elementwise import maximum
+        from .select import maximum
         return maximum(x, dim)
     if dim is None:
         return amax(x)
@@ -130,7 +132,7 @@ def max(x, dim=None, keepdim=False):
 def min(x, dim=None, keepdim=False):
     """min(x) -> the smallest value; min(x, dim) -> (values, indices); min(x, other) -> minimum."""
     if isinstance(dim, Tensor):
-        from .elementwise import minimum
+        from .select import minimum
         return minimum(x, dim)
     if dim is None:
         return amin(x)

@@ -4,7 +4,7 @@ import math
 
 from ..autograd import primitive
 from ..tensor import tensor_method
-from .elementwise import where
+from .select import where
 from .operands import normalize_dim, result_dtype
 
 

@@ -61,6 +61,7 @@ def seeded_dropout(x, p=0.5):
 
 
 SPREAD = [[-1.2, -0.3, 0.1], [0.7, 2.0, -0.8]]  # away from the clamp bounds used below
+ROUNDING = [[-1.26, -0.3, 0.12], [0.7, 2.33, -0.81]]  # away from integers, halves and tenths
 MASK = [[True, False, True], [False, False, True]]
 INDEX_ADD = tg.PRIMITIVES["index_add"]  # only reached through a VJP otherwise
 
@@ -194,6 +195,13 @@ CASES = [
     case("einsum", lambda a, b: tg.einsum("...ij,...jk", a, b), (2, 2, 3), (3, 2)),
     case("einsum", lambda a, b: tg.einsum("i,j->ij", a, b), (2,), (3,)),
     case("einsum", lambda a: tg.einsum("ij->", a), (2, 3)),
+    # rounding: piecewise constant, zero gradient away from the jumps (PyTorch's convention)
+    case("sign", lambda a: a.sign(), leaf(ROUNDING)),
+    case("floor", lambda a: a.floor() * a, leaf(ROUNDING)),
+    case("ceil", lambda a: a.ceil(), leaf(ROUNDING)),
+    case("trunc", lambda a: a.trunc() + a, leaf(ROUNDING)),
+    case("round", lambda a: a.round(), leaf(ROUNDING)),
+    case("round", lambda a: a.round(decimals=1), leaf(ROUNDING)),
     # fused primitives
     case("softmax", lambda a: a.softmax(-1), (2, 3)),
     case("softmax", lambda a: tg.softmax(a, dim=0), (3, 2)),
@@ -301,10 +309,6 @@ VALUE_CASES = [
     ValueCase("logical_and", lambda p, q: p & q, np.logical_and, (P, Q)),
     ValueCase("logical_or", lambda p, q: p | q, np.logical_or, (P, Q)),
     ValueCase("logical_not", lambda p: ~p, np.logical_not, (P,)),
-    ValueCase("sign", lambda a: a.sign(), np.sign, (A,)),
-    ValueCase("floor", lambda a: a.floor(), np.floor, (A,)),
-    ValueCase("ceil", lambda a: a.ceil(), np.ceil, (A,)),
-    ValueCase("round", lambda a: a.round(), np.round, (A,)),  # halves to even, as PyTorch
     ValueCase("isnan", lambda a: a.isnan(), np.isnan, (SPECIAL,)),
     ValueCase("isinf", lambda a: a.isinf(), np.isinf, (SPECIAL,)),
     ValueCase("isfinite", lambda a: a.isfinite(), np.isfinite, (SPECIAL,)),
@@ -448,3 +452,11 @@ def test_embedding_padding_idx(device):
     np.testing.assert_array_equal(grad[4], 0)  # padding_idx=-1 is row 4
     np.testing.assert_allclose(grad[[0, 2]], 2 * w[[0, 2]], rtol=1e-6)
     np.testing.assert_array_equal(grad[[1, 3]], 0)
+
+
+def test_rounding_values_follow_numpy():
+    values = np.array([[1.5, -2.0, 0.0], [2.5, 0.5, -0.55]])
+    x = tg.tensor(values)
+    for name in ("sign", "floor", "ceil", "trunc", "round"):
+        np.testing.assert_array_equal(np.asarray(getattr(x, name)()), getattr(np, name)(values))
+    np.testing.assert_array_equal(np.asarray(x.round(decimals=1)), np.round(values, 1))
