@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tensorgrad as tg
-from tensorgrad.autograd import Node
+from tensorgrad.autograd import Node, sum_to
 
 F64 = tg.float64
 
@@ -460,3 +460,60 @@ def test_rounding_values_follow_numpy():
     for name in ("sign", "floor", "ceil", "trunc", "round"):
         np.testing.assert_array_equal(np.asarray(getattr(x, name)()), getattr(np, name)(values))
     np.testing.assert_array_equal(np.asarray(x.round(decimals=1)), np.round(values, 1))
+
+
+# --- fused primitives against their composites ----------------------------------------------------
+COMPOSITE_PRIMITIVES = sorted(name for name, p in tg.PRIMITIVES.items() if p.composite is not None)
+
+
+def _recorded_node(outputs, name):
+    stack, seen = [o.grad_fn for o in outputs if o.grad_fn is not None], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.name == name:
+            return node
+        stack.extend(p for p in node.parents if isinstance(p, Node))
+    raise AssertionError(f"no {name} node in the graph")
+
+
+@pytest.mark.parametrize("name", COMPOSITE_PRIMITIVES)
+def test_fused_primitive_agrees_with_its_composite(name, device):
+    """A fused primitive's array forward and array VJP against its `composite=` (the function
+    create_graph differentiates instead), and second order through the composite."""
+    prim = tg.PRIMITIVES[name]
+    cases = [c for c in CASES if c.prim == name]
+    assert cases, f"{name} names a composite but has no case in CASES"
+    for c in cases:
+        recorded = _recorded_node(_outputs(c.fn(*_make(c, device))), name)
+        saved = recorded.inputs  # composites need every input saved (the engine relies on it)
+        assert len(saved) == len(recorded.parents)
+        inputs = [None if t is None else t.detach().requires_grad_(need)
+                  for t, need in zip(saved, recorded.needs_grad)]  # fresh leaves, same values
+        out = prim(*inputs, **recorded.attrs)
+        node = out.grad_fn
+        reference = prim.composite(*inputs, **node.attrs)
+        np.testing.assert_allclose(np.asarray(out.detach()), np.asarray(reference.detach()),
+                                   rtol=1e-10, atol=1e-12)
+        g = tg.randn(*out.shape, dtype=out.dtype, device=device)
+        wanted = [i for i, (t, need) in enumerate(zip(inputs, node.needs_grad)) if need]
+        ours = _outputs(prim.vjp(node, g))
+        theirs = tg.grad(reference, [inputs[i] for i in wanted], g)
+        for i, expected in zip(wanted, theirs):
+            mine = sum_to(ours[i], inputs[i].shape)  # as the engine undoes broadcasting
+            np.testing.assert_allclose(np.asarray(mine.detach()), np.asarray(expected),
+                                       rtol=1e-9, atol=1e-11, err_msg=f"{name}: input {i}")
+        assert tg.gradgradcheck(_with_leaves(prim, inputs, wanted, node.attrs),
+                                [inputs[i] for i in wanted])
+
+
+def _with_leaves(prim, inputs, wanted, attrs):
+    """prim as a function of the inputs at positions `wanted`, the others held fixed."""
+    def call(*xs):
+        args = list(inputs)
+        for i, x in zip(wanted, xs):
+            args[i] = x
+        return prim(*args, **attrs)
+    return call
