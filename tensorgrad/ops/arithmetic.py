@@ -72,12 +72,15 @@ def _pow(xp, a, b):
 
 @_pow.defvjp
 def _pow_vjp(ctx, g):
+    # PyTorch's conventions where the formulas meet 0 * inf: d/da a^0 = 0 everywhere (a^-1 is
+    # never formed: the exponent is swapped for 1 there, and b = 0 zeroes the product), and
+    # d/db a^b = a^b log a is taken as 0 where a == 0 and b >= 0 (the limit), -inf for b < 0.
     a, b = ctx.inputs
-    ga = g * b * a ** (b - 1) if ctx.needs_grad[0] else None
-    # d(a^b)/db = a^b log a; where a == 0 PyTorch takes 0 (the limit for b > 0), not NaN.
-    gb = g * where(a == 0, 0.0, ctx.out * log(where(a == 0, 1.0, a))) \
-        if ctx.needs_grad[1] else None
-    return ga, gb
+    ga = g * b * a ** where(b == 0, 1.0, b - 1) if ctx.needs_grad[0] else None
+    if not ctx.needs_grad[1]:
+        return ga, None
+    limit = (a == 0) & (b >= 0)
+    return ga, g * where(limit, 0.0, ctx.out * log(where(limit, 1.0, a)))
 
 
 @tensor_method

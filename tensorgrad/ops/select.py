@@ -86,7 +86,9 @@ def where(condition, a, b):
     if not isinstance(condition, Tensor):
         raise TypeError(f"where: condition must be a bool Tensor, got {type(condition).__name__}")
     if condition.data.dtype.kind != "b":
-        condition = condition != 0
+        raise TypeError(f"where: expected a bool condition, got {condition.dtype} (shape "
+                        f"{condition.shape}); compare first, e.g. where(x != 0, a, b), as "
+                        "PyTorch requires too")
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a = as_operand(a, condition.float())
     a, b = binary_operands(a, b)

@@ -35,7 +35,10 @@ def softmax(x, dim=-1, dtype=None):
     if dtype is not None:
         x = x.to(dtype)
     require_float(x, "softmax")
-    return _softmax(x, dim=normalize_dim(dim, x.ndim, "softmax"))
+    dim = normalize_dim(dim, x.ndim, "softmax")
+    if x.ndim == 0:  # dim 0 or -1 of a 0-d tensor, as PyTorch allows: a row of one element
+        return _softmax(x.reshape(1), dim=0).reshape(())
+    return _softmax(x, dim=dim)
 
 
 @tensor_method
@@ -43,5 +46,8 @@ def log_softmax(x, dim=-1, dtype=None):
     if dtype is not None:
         x = x.to(dtype)
     require_float(x, "log_softmax")
-    return _log_softmax(x, dim=normalize_dim(dim, x.ndim, "log_softmax"))
+    dim = normalize_dim(dim, x.ndim, "log_softmax")
+    if x.ndim == 0:  # dim 0 or -1 of a 0-d tensor, as PyTorch allows: a row of one element
+        return _log_softmax(x.reshape(1), dim=0).reshape(())
+    return _log_softmax(x, dim=dim)
 
