@@ -125,7 +125,7 @@ def max(x, dim=None, keepdim=False):
         return maximum(x, dim)
     if dim is None:
         return amax(x)
-    return values_indices(amax(x, dim, keepdim), argmax(x, dim, keepdim))
+    return _picked(x, argmax(x, dim, keepdim=True), dim, keepdim)
 
 
 @tensor_method
@@ -136,7 +136,18 @@ def min(x, dim=None, keepdim=False):
         return minimum(x, dim)
     if dim is None:
         return amin(x)
-    return values_indices(amin(x, dim, keepdim), argmin(x, dim, keepdim))
+    return _picked(x, argmin(x, dim, keepdim=True), dim, keepdim)
+
+
+def _picked(x, index, dim, keepdim):
+    """(values, indices) of max/min along dim: the values are gathered at the index, so the
+    whole gradient goes to the returned index on ties, as in PyTorch (amax/amin split it)."""
+    if x.ndim == 0:
+        return values_indices(x * 1, index)
+    values = x.gather(dim, index)
+    if not keepdim:
+        values, index = values.squeeze(dim), index.squeeze(dim)
+    return values_indices(values, index)
 
 
 @primitive("argmax", differentiable=False)
@@ -150,7 +161,9 @@ def _argmin(xp, x, dim, keepdim):
 
 
 def _arg_extreme(prim, x, dim, keepdim):
-    if dim is None:  # over the flattened tensor; keepdim leaves every dimension at size 1
+    if dim is None or x.ndim == 0:  # over the flattened tensor; keepdim leaves every dim at 1
+        if dim is not None:
+            normalize_dim(dim, 0, prim.name)  # a 0-d tensor takes dim 0 or -1
         out = prim(x.reshape(-1), dim=0, keepdim=False)
         return out.reshape((1,) * x.ndim) if keepdim else out
     return prim(x, dim=normalize_dim(dim, x.ndim, prim.name), keepdim=keepdim)
@@ -223,4 +236,7 @@ def _cumsum_vjp(ctx, g):
 
 @tensor_method
 def cumsum(x, dim):
-    return _cumsum(x, dim=normalize_dim(dim, x.ndim, "cumsum"))
+    dim = normalize_dim(dim, x.ndim, "cumsum")
+    if x.ndim == 0:  # dim 0 of a 0-d tensor, as PyTorch allows: the shape stays ()
+        return _cumsum(x.reshape(1), dim=0).reshape(())
+    return _cumsum(x, dim=dim)

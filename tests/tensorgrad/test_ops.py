@@ -126,11 +126,11 @@ CASES = [
     case("sum", lambda a: a.var(0), (3, 2)),
     case("sum", lambda a: a.std(-1, keepdim=True, correction=0), (2, 4)),
     case("amax", lambda a: a.amax(), (2, 3)),
-    case("amax", lambda a: a.max(-1).values, (2, 3)),
+    case("gather", lambda a: a.max(-1).values, (2, 3)),  # max(dim): gathered at the index
     case("amax", lambda a: a.amax((0, 1), keepdim=True), (2, 3, 2)),
     case("amax", lambda a: a.amax(1), leaf([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]]),
          second_order=False),
-    case("amin", lambda a: a.min(0, keepdim=True).values, (3, 2)),
+    case("gather", lambda a: a.min(0, keepdim=True).values, (3, 2)),
     case("amin", lambda a: a.amin(), (4,)),
     case("amin", lambda a: a.min(), leaf([1.0, 0.0, 0.0]), second_order=False),
     case("log", lambda a: a.logsumexp(-1), (2, 3)),
