@@ -4,6 +4,7 @@
 exported here are what users and Tensor methods call.
 """
 from .attention import attention_weights, scaled_dot_product_attention  # noqa: F401
+from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d  # noqa: F401
 from .elementwise import (  # noqa: F401
     abs, add, cast, ceil, clamp, clip, clone, cos, div, divide, eq, erf, exp, floor, ge, gelu, gt,
     isfinite, isinf, isnan, le, log, logical_and, logical_not, logical_or, lt, maximum, minimum,
@@ -15,6 +16,10 @@ from .index import (  # noqa: F401
     array_index, embedding, gather, getitem, masked_fill, one_hot, scatter_add,
 )
 from .linalg import einsum, linear, matmul  # noqa: F401
+from .pool import (  # noqa: F401
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d,
+    avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d,
+)
 from .reduce import (  # noqa: F401
     all, amax, amin, any, argmax, argmin, cumsum, logsumexp, max, mean, min, norm, std, sum, var,
 )
