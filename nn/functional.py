@@ -15,6 +15,7 @@ from tensorgrad import (  # noqa: F401
     max_pool2d, max_pool3d,
 )
 from tensorgrad.ops.conv import fold, unfold  # noqa: F401  (not top-level: Tensor.unfold differs)
+from tensorgrad.ops.resize import interpolate  # noqa: F401
 
 _REDUCTIONS = ("mean", "sum", "none")
 
