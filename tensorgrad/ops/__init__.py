@@ -4,6 +4,7 @@
 exported here are what users and Tensor methods call.
 """
 from .attention import attention_weights, scaled_dot_product_attention  # noqa: F401
+from .channel_norm import batch_norm, group_norm, instance_norm  # noqa: F401
 from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d  # noqa: F401
 from .elementwise import (  # noqa: F401
     abs, add, cast, ceil, clamp, clip, clone, cos, div, divide, eq, erf, exp, floor, ge, gelu, gt,
