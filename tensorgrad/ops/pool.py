@@ -74,8 +74,7 @@ def _winners(x, positions):
     lowest = -xp.inf if data.dtype.kind == "f" else xp.iinfo(data.dtype).min
     candidates = xp.where(valid, candidates, lowest)
     best = candidates.argmax(axis=-1)  # (N, C, prod O)
-    winners = xp.take_along_axis(xp.broadcast_to(flat, data.shape[:2] + flat.shape),
-                                 best[..., None], axis=-1)[..., 0]
+    winners = flat[xp.arange(flat.shape[0]), best]  # the window's k-th position, per window
     return winners.reshape(data.shape[:2] + outs)
 
 
