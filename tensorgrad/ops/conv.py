@@ -154,7 +154,8 @@ def _conv_composite(x, weight, bias, stride, padding, dilation, groups):
     kernel = weight.shape[2:]
     counts = window_counts(x.shape[2:], kernel, dilation, padding, stride, "conv")
     cols = _im2col(x, kernel=kernel, dilation=dilation, padding=padding, stride=stride)
-    cols = cols.reshape(n, groups, -1, math.prod(counts))  # (N, G, C/G * K, L)
+    # sizes spelled out rather than -1 throughout: an empty batch is valid input
+    cols = cols.reshape(n, groups, cols.shape[1] // groups, math.prod(counts))  # (N, G, CK, L)
     w = weight.reshape(groups, o // groups, -1)  # (G, O/G, C/G * K)
     out = (w @ cols).reshape((n, o) + counts)  # (G, O/G, CK) @ (N, G, CK, L) -> (N, G, O/G, L)
     if bias is not None:
@@ -173,7 +174,7 @@ def _conv(xp, x, weight, bias, stride, padding, dilation, groups):
         out = xp.matmul(weight.reshape(o, -1), cols)  # (O, CK) @ (N, CK, L) -> (N, O, L)
     else:  # (G, O/G, CK/G) @ (N, G, CK/G, L) -> (N, G, O/G, L)
         out = xp.matmul(weight.reshape(groups, o // groups, -1),
-                        cols.reshape(n, groups, -1, cols.shape[-1]))
+                        cols.reshape(n, groups, cols.shape[1] // groups, cols.shape[2]))
     out = out.reshape((n, o) + counts)
     if bias is not None:
         out += bias.reshape((o,) + (1,) * len(counts))
@@ -185,16 +186,17 @@ def _conv_vjp(ctx, g):
     x, weight, _ = ctx.inputs
     a, xp, cols = ctx.attrs, ctx.backend, ctx.extra
     groups, (n, o) = a["groups"], g.shape[:2]
-    g3 = g.data.reshape(n, groups, o // groups, -1)  # (N, G, O/G, L)
+    g3 = g.data.reshape(n, groups, o // groups, cols.shape[2])  # (N, G, O/G, L)
     gx = gw = gb = None
     if ctx.needs_grad[0]:
         w3 = weight.data.reshape(groups, o // groups, -1)  # (G, O/G, CK/G)
         gcols = xp.matmul(w3.swapaxes(-1, -2), g3)  # (G, CK, O/G) @ (N, G, O/G, L) -> (N, G, CK, L)
-        gx = Tensor._constant(_col2im_array(xp, gcols.reshape(n, -1, g3.shape[-1]), x.shape[2:],
+        gx = Tensor._constant(_col2im_array(xp, gcols.reshape(cols.shape), x.shape[2:],
                                             weight.shape[2:], a["dilation"], a["padding"],
                                             a["stride"]), xp)
     if ctx.needs_grad[1]:
-        cols_t = cols.reshape(n, groups, -1, g3.shape[-1]).swapaxes(-1, -2)  # (N, G, L, CK)
+        cols_t = cols.reshape(n, groups, cols.shape[1] // groups, cols.shape[2]).swapaxes(
+            -1, -2)  # (N, G, L, CK)
         gw = xp.matmul(g3, cols_t).sum(axis=0)  # (N, G, O/G, L) @ (N, G, L, CK), summed over N
         gw = Tensor._constant(gw.reshape(weight.shape), xp)
     if ctx.needs_grad[2]:
@@ -295,9 +297,10 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
         raise ValueError(f"{op}: the output size {size} is not positive (input {x.shape}, "
                          f"kernel {kernel}, stride {stride}, padding {pads})")
     w = weight.reshape(groups, c // groups, -1).mT  # (G, O/G * K, C/G)
-    cols = w @ x.reshape(n, groups, c // groups, -1)  # (G, OK, C/G) @ (N, G, C/G, L)
+    blocks = math.prod(sizes)
+    cols = w @ x.reshape(n, groups, c // groups, blocks)  # (G, OK, C/G) @ (N, G, C/G, L)
     # output_padding positions lie past the last window: a negative `after` width.
-    out = _col2im(cols.reshape(n, o * math.prod(kernel), -1), size=size, kernel=kernel,
+    out = _col2im(cols.reshape(n, o * math.prod(kernel), blocks), size=size, kernel=kernel,
                   dilation=dilation, padding=tuple((p, p - e) for p, e in zip(pads, extra)),
                   stride=stride)
     if bias is not None:

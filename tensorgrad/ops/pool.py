@@ -70,7 +70,7 @@ def _winners(x, positions):
     outs = flat.shape[:spatial]
     flat = flat.reshape(math.prod(outs), -1)  # (prod O, prod K)
     valid = valid.reshape(flat.shape)  # every dim took part, so it has the full shape
-    candidates = data.reshape(data.shape[:2] + (-1,))[:, :, flat]  # (N, C, prod O, prod K)
+    candidates = data.reshape(data.shape[:2] + (math.prod(sizes),))[:, :, flat]  # (N, C, O, K)
     lowest = -xp.inf if data.dtype.kind == "f" else xp.iinfo(data.dtype).min
     candidates = xp.where(valid, candidates, lowest)
     best = candidates.argmax(axis=-1)  # (N, C, prod O)
@@ -81,7 +81,9 @@ def _winners(x, positions):
 def _gather_winners(x, winners, return_indices):
     n, c = x.shape[:2]
     index = Tensor._constant(winners.astype(x._backend.int64, copy=False), x._backend)
-    out = x.reshape(n, c, -1).gather(2, index.reshape(n, c, -1)).reshape(index.shape)
+    flat = (n, c, math.prod(x.shape[2:]))  # sizes spelled out: an empty batch is valid input
+    picks = index.reshape(n, c, math.prod(index.shape[2:]))
+    out = x.reshape(flat).gather(2, picks).reshape(index.shape)
     return (out, index) if return_indices else out
 
 
@@ -140,7 +142,7 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
         x.shape[2:], kernel_size, stride, padding, 1, ceil_mode, spatial, op)
     n, c = x.shape[:2]
     cols = _im2col(x, kernel=kernel, dilation=dilation, padding=widths, stride=stride)
-    sums = cols.reshape(n, c, math.prod(kernel), -1).sum(2).reshape((n, c) + counts)
+    sums = cols.reshape(n, c, math.prod(kernel), math.prod(counts)).sum(2).reshape((n, c) + counts)
     if divisor_override is not None:
         if divisor_override == 0:
             raise ValueError(f"{op}: divisor_override must not be zero")

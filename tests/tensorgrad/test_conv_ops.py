@@ -124,3 +124,11 @@ def test_errors_name_the_op_and_what_was_expected(call, message):
 def test_integer_input_is_refused():
     with pytest.raises(TypeError, match="conv2d: expected a floating point"):
         tg.conv2d(tg.ones(1, 1, 3, 3, dtype=tg.int64), tg.randn(1, 1, 2, 2))
+
+
+def test_an_empty_batch_gives_empty_outputs_and_gradients():
+    check(lambda x, w, b: tg.conv2d(x, w, b, padding=1, groups=2),
+          lambda x, w, b: F.conv2d(x, w, b, padding=1, groups=2),
+          rand(0, 4, 5, 5), rand(6, 2, 3, 3), rand(6))
+    check(lambda x, w: tg.conv_transpose2d(x, w, stride=2), lambda x, w: F.conv_transpose2d(
+        x, w, stride=2), rand(0, 2, 3, 3), rand(2, 3, 2, 2))

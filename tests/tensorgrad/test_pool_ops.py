@@ -113,3 +113,10 @@ def test_3d_pools():
 def test_errors(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_an_empty_batch_pools_to_an_empty_output():
+    x = distinct(0, 3, 6, 6)
+    check(lambda t: tg.max_pool2d(t, 2, return_indices=True),
+          lambda t: F.max_pool2d(t, 2, return_indices=True), x)
+    check(lambda t: tg.avg_pool2d(t, 3, padding=1), lambda t: F.avg_pool2d(t, 3, padding=1), x)
