@@ -9,11 +9,19 @@
 from . import functional, init, optim, utils  # noqa: F401
 from .checkpoint import CheckpointError, load, save  # noqa: F401
 from .containers import ModuleDict, ModuleList, Sequential  # noqa: F401
+from .conv import (  # noqa: F401
+    Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d,
+)
 from .layers import (  # noqa: F401
     GELU, Dropout, Embedding, Identity, LayerNorm, Linear, ReLU, RMSNorm, SiLU, Softmax, Tanh,
 )
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss  # noqa: F401
 from .module import Module, Parameter, RemovableHandle  # noqa: F401
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm  # noqa: F401
+from .pooling import (  # noqa: F401
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,
+    AvgPool2d, AvgPool3d, Flatten, MaxPool1d, MaxPool2d, MaxPool3d, Unflatten, Upsample,
+)
 from . import masks, positional  # noqa: F401
 from .attention import KVCache, MultiheadAttention  # noqa: F401
 from .feedforward import FeedForward  # noqa: F401

@@ -9,6 +9,14 @@ from tensorgrad import (  # noqa: F401  (re-exported)
     rms_norm, sigmoid, silu, softmax, tanh,
 )
 from tensorgrad import attention_weights, scaled_dot_product_attention  # noqa: F401
+from tensorgrad import (  # noqa: F401
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d,
+    avg_pool2d, avg_pool3d, batch_norm, conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,
+    group_norm, instance_norm, max_pool1d, max_pool2d, max_pool3d,
+)
+from tensorgrad.ops.conv import fold, unfold  # noqa: F401  (not top-level: Tensor.unfold differs)
+from tensorgrad.ops.channel_norm import normalize  # noqa: F401
+from tensorgrad.ops.resize import interpolate  # noqa: F401
 
 _REDUCTIONS = ("mean", "sum", "none")
 

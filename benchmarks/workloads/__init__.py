@@ -13,7 +13,7 @@ import numpy
 
 from .. import timing
 
-NAMES = ("matmul", "op_overhead", "mlp_step", "gpt_step", "attention", "generate")
+NAMES = ("matmul", "op_overhead", "mlp_step", "gpt_step", "attention", "generate", "conv2d")
 BUDGETS = {"full": timing.FULL, "quick": timing.QUICK, "tiny": timing.TINY}
 
 

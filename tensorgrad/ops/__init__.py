@@ -9,22 +9,25 @@ from .arithmetic import (  # noqa: F401
     add, div, divide, mul, multiply, neg, negative, pow, reciprocal, square, sub, subtract,
     true_divide,
 )
+from .channel_norm import batch_norm, group_norm, instance_norm  # noqa: F401
 from .compare import (  # noqa: F401
     eq, ge, gt, isfinite, isinf, isnan, le, logical_and, logical_not, logical_or, lt, ne,
 )
+from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d  # noqa: F401
 from .convert import cast, clone, to_device  # noqa: F401
 from .dropout import dropout  # noqa: F401
 from .loss import cross_entropy  # noqa: F401
 from .norm import layer_norm, rms_norm  # noqa: F401
 from .select import clamp, clip, maximum, minimum, where  # noqa: F401
 from .softmax import log_softmax, softmax  # noqa: F401
-from .unary import (  # noqa: F401
-    abs, ceil, cos, erf, exp, floor, log, round, rsqrt, sign, sin, sqrt, tanh, trunc,
-)
 from .index import (  # noqa: F401
     array_index, embedding, gather, getitem, masked_fill, one_hot, scatter_add,
 )
 from .linalg import einsum, linear, matmul  # noqa: F401
+from .pool import (  # noqa: F401
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d,
+    avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d,
+)
 from .reduce import (  # noqa: F401
     all, amax, amin, any, argmax, argmin, cumsum, logsumexp, max, mean, min, norm, std, sum, var,
 )
@@ -32,6 +35,9 @@ from .shape import (  # noqa: F401
     broadcast_to, cat, chunk, concatenate, expand, expand_as, flatten, flip, movedim, narrow, pad,
     permute, repeat, reshape, reshape_as, split, squeeze, stack, transpose, tril, triu, unbind,
     unsqueeze, view, view_as,
+)
+from .unary import (  # noqa: F401
+    abs, ceil, cos, erf, exp, floor, log, round, rsqrt, sign, sin, sqrt, tanh, trunc,
 )
 
 from .. import tensor as _tensor  # noqa: E402

@@ -290,21 +290,68 @@ def _pad_vjp(ctx, g):
     return g[index]
 
 
-def pad(x, pad, mode="constant", value=0.0):
-    """Constant padding; `pad` lists (before, after) pairs starting from the LAST dimension,
-    as torch.nn.functional.pad does: pad=(1, 2) pads the last dim by 1 before and 2 after."""
-    if mode != "constant":
-        raise NotImplementedError(f"pad: only mode='constant' is supported, got {mode!r}")
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def pad(x, pad, mode="constant", value=None):
+    """torch.nn.functional.pad: `pad` lists (before, after) widths starting from the LAST
+    dimension, so pad=(1, 2) pads the last dim by 1 before and 2 after; a negative width crops.
+
+    mode: 'constant' (fill with `value`, default 0), 'reflect' (mirror, not repeating the edge;
+    widths below the dim's size), 'replicate' (repeat the edge), 'circular' (wrap around; widths
+    at most the dim's size). PyTorch takes the non-constant modes on the last 1-3 dims only;
+    here they work on any number of dims.
+    """
     pad = tuple(pad)
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: mode must be one of {_PAD_MODES}, got {mode!r}")
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
         raise ValueError(f"pad: expected an even number of widths, at most 2 per dimension "
                          f"({2 * x.ndim} for shape {x.shape}), got {pad}")
-    if any(p < 0 for p in pad):
-        raise ValueError(f"pad: negative padding {pad} is not supported; slice the tensor instead")
     widths = [(0, 0)] * x.ndim
     for i in range(len(pad) // 2):
         widths[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
-    return _pad(x, widths=tuple(widths), value=value)
+    if mode != "constant" and value is not None:
+        raise ValueError(f"pad: a fill value only goes with mode='constant', got mode={mode!r}")
+    for d, (before, after) in enumerate(widths):
+        if x.shape[d] + before + after < 0:
+            raise ValueError(f"pad: widths {(before, after)} crop dim {d} of shape {x.shape} "
+                             f"below size 0")
+    # Negative widths crop first; the other side then pads what is left (as PyTorch does).
+    if any(b < 0 or a < 0 for b, a in widths):
+        x = x[tuple(slice(max(-b, 0), x.shape[d] - max(-a, 0))
+                    for d, (b, a) in enumerate(widths))]
+        widths = [(max(b, 0), max(a, 0)) for b, a in widths]
+    if mode == "constant":
+        if not any(b or a for b, a in widths):
+            return x
+        return _pad(x, widths=tuple(widths), value=0.0 if value is None else value)
+    for d, (before, after) in enumerate(widths):
+        if before or after:
+            x = x[(slice(None),) * d + (_pad_index(x, d, before, after, mode),)]
+    return x
+
+
+def _pad_index(x, dim, before, after, mode):
+    """Which source element each position of the padded dim reads, as an index tensor."""
+    from ..tensor import Tensor
+    xp, size = x._backend, x.shape[dim]
+    limit = size - 1 if mode == "reflect" else size if mode == "circular" else None
+    if size == 0:
+        raise ValueError(f"pad: mode={mode!r} cannot pad dim {dim} of shape {x.shape}: it is "
+                         "empty")
+    if limit is not None and max(before, after) > limit:
+        raise ValueError(f"pad: mode={mode!r} needs widths of at most {limit} for dim {dim} of "
+                         f"size {size} (shape {x.shape}), got {(before, after)}")
+    position = xp.arange(-before, size + after)
+    if mode == "reflect":  # ... 2 1 | 0 1 2 ... n-1 | n-2 n-3 ...
+        position = xp.abs(position)
+        position = xp.where(position > size - 1, 2 * (size - 1) - position, position)
+    elif mode == "replicate":
+        position = xp.clip(position, 0, size - 1)
+    else:
+        position = position % size
+    return Tensor._constant(position, xp)
 
 
 @primitive("flip")

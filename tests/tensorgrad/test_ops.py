@@ -13,6 +13,7 @@ import pytest
 
 import tensorgrad as tg
 from tensorgrad.autograd import Node, sum_to
+from tensorgrad.ops.conv import fold, unfold
 
 F64 = tg.float64
 
@@ -228,6 +229,16 @@ CASES = [
     case("layer_norm", lambda x, b: tg.layer_norm(x, 3, bias=b), (2, 3), (3,)),
     case("rms_norm", lambda x, w: tg.rms_norm(x, 3, w), (2, 3), (3,)),
     case("rms_norm", lambda x: tg.rms_norm(x, (2, 3), eps=1e-6), (2, 2, 3)),
+    # convolution: the fused conv, im2col / col2im on their own (F.unfold / F.fold), transposes
+    case("conv", lambda x, w, b: tg.conv2d(x, w, b, stride=2, padding=1), (2, 2, 5, 4),
+         (3, 2, 3, 2), (3,)),
+    case("conv", lambda x, w: tg.conv1d(x, w, padding="same", dilation=2, groups=2), (1, 4, 5),
+         (2, 2, 2)),
+    case("im2col", lambda x: unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=2),
+         (1, 2, 4, 5)),
+    case("col2im", lambda c: fold(c, (4, 3), 2, padding=1), (1, 8, 20)),
+    case("col2im", lambda x, w, b: tg.conv_transpose2d(x, w, b, stride=2, output_padding=1,
+                                                       groups=2), (1, 2, 3, 2), (2, 2, 2, 2), (4,)),
     case("scaled_dot_product_attention", lambda q, k, v, b: tg.scaled_dot_product_attention(
         q, k, v, attn_mask=b, is_causal=True), (2, 3, 2), (2, 4, 2), (2, 4, 3), (3, 4)),
 ]
@@ -374,6 +385,7 @@ TARGET = tg.tensor([0, 2, 1, 2])
 WEIGHT = tg.tensor([0.5, 2.0, 1.0], dtype=F64)
 WEIGHT4 = tg.tensor([0.5, 2.0, 1.0, -1.0], dtype=F64)
 BIAS4 = tg.tensor([0.1, 0.0, -0.3, 1.0], dtype=F64)
+KERNEL = tg.tensor([[[[0.5, -1.0], [2.0, 0.3]]], [[[1.0, 0.0], [-0.2, 0.7]]]], dtype=F64)
 FUSED = [
     ("softmax", lambda x: x.softmax(1),
      lambda x: x.exp() / x.exp().sum(1, keepdim=True), (3, 4)),
@@ -389,6 +401,9 @@ FUSED = [
     ("gelu", lambda x: tg.gelu(x, approximate="tanh"),
      lambda x: 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)).tanh()), (3, 4)),
     ("gelu", lambda x: tg.gelu(x), lambda x: 0.5 * x * (1 + (x / math.sqrt(2)).erf()), (3, 4)),
+    ("conv", lambda x: tg.conv2d(x, KERNEL, BIAS4[:2], stride=(1, 2), padding=1),
+     lambda x: (KERNEL.reshape(2, -1) @ unfold(x, 2, padding=1, stride=(1, 2))).reshape(
+         3, 2, 4, 2) + BIAS4[:2].reshape(2, 1, 1), (3, 1, 3, 3)),
     ("rms_norm", lambda x: tg.rms_norm(x, 4, WEIGHT4, eps=1e-6),
      lambda x: x / ((x * x).mean(-1, keepdim=True) + 1e-6).sqrt() * WEIGHT4, (3, 4)),
 ]
