@@ -23,6 +23,7 @@ from .tensor import (  # noqa: F401
     linspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
     zeros_like,
 )
+from . import utils  # noqa: F401,E402  (last: utils.data uses the names bound above)
 
 # torch's aliases: tensorgrad.float is float32, tensorgrad.long is int64, ...
 bool = bool_  # noqa: A001
