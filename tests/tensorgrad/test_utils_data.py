@@ -216,6 +216,8 @@ def test_bad_options_are_refused_clearly():
         DataLoader(data, batch_size=None, drop_last=True)
     with pytest.raises(ValueError, match="expected unspecified shuffle option"):
         DataLoader(Stream(3), shuffle=True)
+    with pytest.raises(ValueError, match="batch_size should be a positive integer.*=0"):
+        DataLoader(Stream(3), batch_size=0)
     with pytest.raises(ValueError, match="persistent_workers option needs num_workers > 0"):
         DataLoader(data, persistent_workers=True)
     with pytest.raises(ValueError, match="prefetch_factor"):

@@ -14,7 +14,7 @@ import itertools
 
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
-from .sampler import BatchSampler, RandomSampler, SequentialSampler
+from .sampler import BatchSampler, RandomSampler, SequentialSampler, check_positive_int
 
 
 def get_worker_info():
@@ -73,12 +73,16 @@ class DataLoader:
         if sampler is None and not self._iterable:
             sampler = (RandomSampler(dataset, generator=generator) if shuffle
                        else SequentialSampler(dataset))
-        if batch_size is not None and batch_sampler is None and not self._iterable:
+        if batch_size is not None and self._iterable:
+            check_positive_int("DataLoader", "batch_size", batch_size)
+        elif batch_size is not None and batch_sampler is None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.batch_size, self.drop_last = batch_size, drop_last
         self.sampler, self.batch_sampler = sampler, batch_sampler  # both None for a stream
         self._batching = batch_sampler is not None or (self._iterable and batch_size is not None)
-        self.collate_fn = collate_fn or (default_collate if self._batching else default_convert)
+        if collate_fn is None:
+            collate_fn = default_collate if self._batching else default_convert
+        self.collate_fn = collate_fn
 
     def __iter__(self):
         if self._iterable:

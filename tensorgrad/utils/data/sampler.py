@@ -18,6 +18,13 @@ class Sampler:
         raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
 
 
+def check_positive_int(owner, name, value):
+    """torch's check on batch sizes and sample counts (a bool is no count)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{owner}: {name} should be a positive integer value, but got "
+                         f"{name}={value!r}")
+
+
 class SequentialSampler(Sampler):
     """0, 1, ..., len(data_source) - 1."""
 
@@ -54,10 +61,7 @@ class RandomSampler(Sampler):
                             f"replacement={replacement!r}")
         self.data_source, self.replacement = data_source, replacement
         self._num_samples, self.generator = num_samples, generator
-        if isinstance(self.num_samples, bool) or not isinstance(self.num_samples, int) \
-                or self.num_samples <= 0:
-            raise ValueError(f"RandomSampler: num_samples should be a positive integer value, "
-                             f"but got num_samples={self.num_samples!r}")
+        check_positive_int("RandomSampler", "num_samples", self.num_samples)
 
     @property
     def num_samples(self):
@@ -98,9 +102,7 @@ class WeightedRandomSampler(Sampler):
     weight 0 never comes up); without replacement each index comes up at most once."""
 
     def __init__(self, weights, num_samples, replacement=True, generator=None):
-        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
-            raise ValueError(f"WeightedRandomSampler: num_samples should be a positive integer "
-                             f"value, but got num_samples={num_samples!r}")
+        check_positive_int("WeightedRandomSampler", "num_samples", num_samples)
         if not isinstance(replacement, bool):
             raise ValueError(f"WeightedRandomSampler: replacement should be a boolean value, "
                              f"but got replacement={replacement!r}")
@@ -140,9 +142,7 @@ class BatchSampler(Sampler):
     unless `drop_last` drops it."""
 
     def __init__(self, sampler, batch_size, drop_last):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(f"BatchSampler: batch_size should be a positive integer value, "
-                             f"but got batch_size={batch_size!r}")
+        check_positive_int("BatchSampler", "batch_size", batch_size)
         if not isinstance(drop_last, bool):
             raise ValueError(f"BatchSampler: drop_last should be a boolean value, but got "
                              f"drop_last={drop_last!r}")
