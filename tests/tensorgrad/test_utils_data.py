@@ -10,7 +10,7 @@ import pytest
 import tensorgrad as tg
 from tensorgrad.utils.data import (
     BatchSampler, ChainDataset, ConcatDataset, DataLoader, Dataset, IterableDataset,
-    RandomSampler, SequentialSampler, Subset, SubsetRandomSampler, TensorDataset,
+    RandomSampler, SequentialSampler, StackDataset, Subset, SubsetRandomSampler, TensorDataset,
     WeightedRandomSampler, default_collate, default_convert, get_worker_info, random_split,
 )
 
@@ -285,6 +285,20 @@ def test_tensor_subset_and_concat_datasets():
     assert list(ChainDataset([Stream(2), Stream(1)])) == [0, 1, 0]
     with pytest.raises(NotImplementedError, match="must implement __getitem__"):
         Dataset()[0]
+
+
+def test_stack_dataset_matches_torch(torch):
+    from torch.utils.data import StackDataset as TorchStack
+    x, y = [1.5, 2.5, 3.5], [0, 1, 0]
+    for ours, theirs in [(StackDataset(x, y), TorchStack(x, y)),
+                         (StackDataset(image=x, label=y), TorchStack(image=x, label=y))]:
+        assert len(ours) == len(theirs) == 3 and ours[2] == theirs[2]
+        assert plain(next(iter(DataLoader(ours, batch_size=3)))) == \
+            plain(next(iter(torch.utils.data.DataLoader(theirs, batch_size=3))))
+    with pytest.raises(ValueError, match="one length, got \\[3, 2\\]"):
+        StackDataset(x, y[:2])
+    with pytest.raises(ValueError, match="not both"):
+        StackDataset(x, label=y)
 
 
 def test_random_split_by_counts_and_fractions(torch):

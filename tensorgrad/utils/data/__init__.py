@@ -9,7 +9,8 @@ and semantics (single-process loading only: num_workers=0).
 from .collate import default_collate, default_convert
 from .dataloader import DataLoader, get_worker_info
 from .dataset import (
-    ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split,
+    ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset,
+    random_split,
 )
 from .sampler import (
     BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
@@ -18,7 +19,7 @@ from .sampler import (
 
 __all__ = [
     "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset",
-    "RandomSampler", "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler",
-    "TensorDataset", "WeightedRandomSampler", "default_collate", "default_convert",
-    "get_worker_info", "random_split",
+    "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset",
+    "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "default_collate",
+    "default_convert", "get_worker_info", "random_split",
 ]

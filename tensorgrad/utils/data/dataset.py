@@ -57,6 +57,31 @@ class TensorDataset(Dataset):
         return self.tensors[0].shape[0]
 
 
+class StackDataset(Dataset):
+    """Several datasets of one length side by side: `StackDataset(x, y)[i] == (x[i], y[i])`, or
+    with names, `StackDataset(image=x, label=y)[i] == {"image": x[i], "label": y[i]}`."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("StackDataset: pass the datasets either by position (samples are "
+                             "tuples) or by name (samples are dicts), not both")
+        if not args and not kwargs:
+            raise ValueError("StackDataset: at least one dataset should be passed")
+        self.datasets = args or kwargs
+        lengths = [len(d) for d in (args or kwargs.values())]
+        if any(n != lengths[0] for n in lengths):
+            raise ValueError(f"StackDataset: the datasets must have one length, got {lengths}")
+        self._length = lengths[0]
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {name: d[index] for name, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __len__(self):
+        return self._length
+
+
 class ConcatDataset(Dataset):
     """Map-style datasets one after the other: indices run through the first, then the next."""
 
