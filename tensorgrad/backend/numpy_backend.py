@@ -44,18 +44,21 @@ def _row_major(a):
 
 
 def load_kernels():
-    """The fused Numba kernels (cpu_kernels), or None without Numba or with TENSORGRAD_NUMBA=0."""
+    """The fused Numba kernels (the `kernels` package), or None without Numba or with
+    TENSORGRAD_NUMBA=0."""
     if os.environ.get("TENSORGRAD_NUMBA") == "0":
         return None
     try:
-        from . import cpu_kernels
-    except ImportError:  # Numba is optional: pip install tensorgrad[fast]
+        from . import kernels
+    except ImportError as exc:  # Numba is optional: pip install tensorgrad[fast]
+        if exc.name != "numba":
+            raise  # a broken kernel module is a bug to see, not a reason to run slower
         return None
     except Exception as exc:  # installed but unusable here (say, no writable cache directory)
         warnings.warn(f"tensorgrad: Numba kernels unavailable ({exc}); running the array code",
                       RuntimeWarning, stacklevel=2)
         return None
-    return cpu_kernels
+    return kernels
 
 
 class NumpyBackend:
@@ -85,8 +88,8 @@ class NumpyBackend:
 
     # --- kernels whose spelling differs -----------------------------------------------------
     def kernels(self, *arrays):
-        """Fused kernels for an op on `arrays` (see cpu_kernels; None entries are ignored), or
-        None: the op runs its array code instead."""
+        """Fused kernels for an op on `arrays` (the `kernels` package; None entries are ignored),
+        or None: the op runs its array code instead."""
         if self._kernels is ...:
             self._kernels = load_kernels()
         kernels = self._kernels

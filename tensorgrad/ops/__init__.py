@@ -4,13 +4,23 @@
 exported here are what users and Tensor methods call.
 """
 from .attention import attention_weights, scaled_dot_product_attention  # noqa: F401
-from .elementwise import (  # noqa: F401
-    abs, add, cast, ceil, clamp, clip, clone, cos, div, divide, eq, erf, exp, floor, ge, gelu, gt,
-    isfinite, isinf, isnan, le, log, logical_and, logical_not, logical_or, lt, maximum, minimum,
-    mul, multiply, ne, neg, negative, pow, reciprocal, relu, round, rsqrt, sigmoid, sign, silu,
-    sin, sqrt, square, sub, subtract, tanh, to_device, true_divide, where,
+from .activation import gelu, relu, sigmoid, silu  # noqa: F401
+from .arithmetic import (  # noqa: F401
+    add, div, divide, mul, multiply, neg, negative, pow, reciprocal, square, sub, subtract,
+    true_divide,
 )
-from .fused import cross_entropy, dropout, layer_norm, log_softmax, rms_norm, softmax  # noqa: F401
+from .compare import (  # noqa: F401
+    eq, ge, gt, isfinite, isinf, isnan, le, logical_and, logical_not, logical_or, lt, ne,
+)
+from .convert import cast, clone, to_device  # noqa: F401
+from .dropout import dropout  # noqa: F401
+from .loss import cross_entropy  # noqa: F401
+from .norm import layer_norm, rms_norm  # noqa: F401
+from .select import clamp, clip, maximum, minimum, where  # noqa: F401
+from .softmax import log_softmax, softmax  # noqa: F401
+from .unary import (  # noqa: F401
+    abs, ceil, cos, erf, exp, floor, log, round, rsqrt, sign, sin, sqrt, tanh, trunc,
+)
 from .index import (  # noqa: F401
     array_index, embedding, gather, getitem, masked_fill, one_hot, scatter_add,
 )

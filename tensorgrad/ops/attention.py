@@ -23,10 +23,10 @@ torch.finfo(dtype).min everywhere, or a bool mask that is all False).
 """
 import math
 
-from ..autograd import is_grad_enabled, primitive
+from ..autograd import primitive
 from ..tensor import Tensor
-from .elementwise import maximum, where
-from .fused import softmax
+from .select import maximum, where
+from .softmax import softmax
 from .operands import require_float
 
 # Rows and columns of scores per tile. Once both lengths exceed one tile, the tiled path runs:
@@ -34,6 +34,12 @@ from .operands import require_float
 # causal diagonal) it is also faster than the whole matrix (benchmarks/attention.py). The whole
 # matrix stays for short inputs (decoding: Tq = 1) and dropout, whose keep-mask is whole anyway.
 TILE = 256
+
+
+def _takes_tiles(q, k, dropout):
+    """Whether the forward and the VJP take the tiled path: both lengths beyond one tile, and
+    no dropout."""
+    return dropout is None and min(q.shape[-2], k.shape[-2]) > TILE
 
 
 def _broadcast_shapes(*shapes):
@@ -150,7 +156,7 @@ def _spans(length, step):
     return [slice(i, min(i + step, length)) for i in range(0, length, step)]
 
 
-def _attention_composite(q, k, v, bias, mask, causal, scale, dropout, tiled, recording):
+def _attention_composite(q, k, v, bias, mask, causal, scale, dropout):
     """The primitive in tensorgrad ops (the whole matrix), differentiated under create_graph."""
     whole = slice(0, q.shape[-2]), slice(0, k.shape[-2])
     p = _probabilities(q, k, bias, mask, causal, scale, *whole)
@@ -162,11 +168,12 @@ def _attention_composite(q, k, v, bias, mask, causal, scale, dropout, tiled, rec
 # What the VJP gets besides q, k, v, the bias and the output (when the call is recorded): the
 # tiled path's row log-sum-exps, from which it rebuilds each block of probabilities; the whole
 # path's probabilities themselves, which its forward materialised anyway (at most one tile of
-# queries or of keys: rebuilding them would cost a batched matmul and an exp more).
+# queries or of keys: rebuilding them would cost a batched matmul and an exp more). When the call
+# is not recorded (no_grad, or no input needs a gradient) the engine drops both with the call.
 @primitive("scaled_dot_product_attention", saves=(0, 1, 2, 3), saves_out=True, saves_extra=True,
            composite=_attention_composite)
-def _attention(xp, q, k, v, bias, mask, causal, scale, dropout, tiled, recording):
-    if tiled:
+def _attention(xp, q, k, v, bias, mask, causal, scale, dropout):
+    if _takes_tiles(q, k, dropout):
         return _tiled(xp, q, k, v, bias, mask, causal, scale)
     whole = slice(0, q.shape[-2]), slice(0, k.shape[-2])
     # With no mask or bias, the backend's fused kernel (if any) applies is_causal itself.
@@ -179,7 +186,7 @@ def _attention(xp, q, k, v, bias, mask, causal, scale, dropout, tiled, recording
     else:
         p = _softmax_(xp, scores, bias is not None or mask is not None)
     out = xp.matmul(p if dropout is None else p * dropout, v)  # (..., Tq, Tk) @ (..., Tk, Ev)
-    return out, p if recording else None
+    return out, p
 
 
 @_attention.defvjp
@@ -193,7 +200,8 @@ def _attention_vjp(ctx, g):
     q, k, v, bias = (None if t is None else t.data for t in ctx.inputs)
     a, xp = ctx.attrs, ctx.backend
     needs_q, needs_k, needs_v, needs_bias = ctx.needs_grad
-    g, scale, dropout, tiled = g.data, a["scale"], a["dropout"], a["tiled"]
+    g, scale, dropout = g.data, a["scale"], a["dropout"]
+    tiled = _takes_tiles(q, k, dropout)
     tq, tk = q.shape[-2], k.shape[-2]
     delta = (g * ctx.out_data).sum(axis=-1, keepdims=True)  # (..., Tq, 1)
     # Every block product reads row-major operands: k^T, v^T, q^T and dO^T are laid out once,
@@ -226,7 +234,7 @@ def _attention_vjp(ctx, g):
                 continue
             ds = xp.matmul(g_rows, v_t[..., :, cols])  # (r, Ev) @ (Ev, c)
             if kernels is not None and ds.shape == p.shape:
-                ds = kernels.softmax_backward(ds, p, delta[..., rows, :])
+                ds = kernels.softmax_rows_backward(ds, p, delta[..., rows, :])
             else:
                 if drop is not None:
                     ds *= drop
@@ -293,12 +301,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         shape = _broadcast_shapes(*shapes)  # the probabilities' shape
         keep = xp.random_uniform(shape, query.dtype) >= dropout_p
         dropout = keep.astype(query.dtype) * query.dtype.type(1.0 / (1.0 - dropout_p))
-    recording = is_grad_enabled() and any(
-        t is not None and t.requires_grad for t in (query, key, value, bias))
     out = _attention(query, key, value, bias, mask=mask, causal=bool(is_causal), scale=scale,
-                     dropout=dropout,
-                     tiled=dropout is None and min(query.shape[-2], key.shape[-2]) > TILE,
-                     recording=recording)
+                     dropout=dropout)
     return _ungroup(out, groups)
 
 

@@ -1,7 +1,7 @@
 """Indexing: x[index], gather, and the scatter-adds that are their gradients (and vice versa)."""
 from ..autograd import primitive
 from ..tensor import Tensor, tensor_method
-from .elementwise import where
+from .select import where
 from .operands import normalize_dim
 
 
@@ -69,6 +69,14 @@ def _index_add_vjp(ctx, g):
 def getitem(x, index):
     """x[index]: basic slicing (a view) and integer/bool array indexing (a copy)."""
     index = array_index(index, x)
+    if _is_advanced(index) and any(type(item) is int for item in index):
+        # PyTorch applies integers as basic indexing first and the arrays to what is left:
+        # x[0, :, idx] on (2, 3, 4) is (3, len(idx)). NumPy counts the 0 as an array index
+        # separated from idx by a slice and puts the indexed dims first: (len(idx), 3).
+        first = tuple(slice(None) if hasattr(item, "dtype") else item for item in index)
+        rest = tuple(item if hasattr(item, "dtype") or item is Ellipsis else slice(None)
+                     for item in index if type(item) is not int)
+        return getitem(getitem(x, first), rest)
     try:
         out = _getitem(x, index=index)
     except IndexError as exc:

@@ -1,7 +1,7 @@
 """Matrix products: matmul (batched, broadcast, 1-D cases) and einsum."""
 from ..autograd import primitive
-from ..tensor import tensor_method
-from .operands import binary_operands, promote
+from ..tensor import Tensor, tensor_method
+from .operands import binary_operands
 
 
 @primitive("matmul", saves=(0, 1))
@@ -39,6 +39,8 @@ def _matmul_vjp(ctx, g):
 @tensor_method
 def matmul(a, b):
     """Matrix product with NumPy/PyTorch semantics: batched, broadcast, 1-D operands allowed."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        _same_dtype("matmul", a, b)
     a, b = binary_operands(a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"matmul: both arguments need at least 1 dimension, got shapes "
@@ -49,6 +51,15 @@ def matmul(a, b):
         raise RuntimeError(f"matmul: inner dimensions differ: {a.shape} @ {b.shape} "
                            f"({k_a} != {k_b})")
     return _matmul(a, b)
+
+
+def _same_dtype(op, a, b):
+    # PyTorch promotes elementwise ops but not matrix products: a float64 batch through a float32
+    # layer is an error there, so it is here (promoting would silently run the model in float64).
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"{op}: expected both operands to have the same dtype, got {a.dtype} "
+                           f"and {b.dtype} (shapes {a.shape} and {b.shape}); convert one with "
+                           ".to(dtype)")
 
 
 # --- linear: x @ W.T + b as one primitive -------------------------------------------------------
@@ -82,8 +93,9 @@ def linear(input, weight, bias=None):
                          "(out_features, in_features)")
     if bias is not None and bias.shape != weight.shape[:1]:
         raise ValueError(f"linear: bias must have shape ({weight.shape[0]},), got {bias.shape}")
-    if input.dtype != weight.dtype:
-        input, weight = promote(input, weight)
+    _same_dtype("linear", input, weight)
+    if bias is not None:
+        _same_dtype("linear", input, bias)
     return _linear(input, weight, bias)
 
 

@@ -91,14 +91,16 @@ def normalize_dim(dim, ndim, op):
 
 
 def normalize_dims(dim, ndim, op):
-    """None -> every dim; an int or a sequence -> a sorted tuple of non-negative dims."""
-    if dim is None:
+    """A reduction's dims as a sorted tuple of non-negative dims. None and () mean every dim
+    (PyTorch reduces everything for dim=()); on a 0-d tensor dim 0 or -1 names the tensor itself,
+    which leaves nothing to reduce."""
+    dims = () if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+    if not dims:
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
     out = tuple(sorted({normalize_dim(d, ndim, op) for d in dims}))
     if len(out) != len(dims):
         raise ValueError(f"{op}: dim {dim} repeats a dimension")
-    return out
+    return out if ndim else ()
 
 
 def require_float(x, op):

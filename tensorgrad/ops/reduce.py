@@ -4,7 +4,9 @@ from collections import namedtuple
 
 from ..autograd import primitive
 from ..tensor import Tensor, tensor_method
-from .elementwise import log, sqrt, exp, where, isfinite
+from .compare import isfinite
+from .select import where
+from .unary import exp, log, sqrt
 from .operands import normalize_dims, normalize_dim
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -119,22 +121,33 @@ def amin(x, dim=None, keepdim=False):
 def max(x, dim=None, keepdim=False):
     """max(x) -> the largest value; max(x, dim) -> (values, indices); max(x, other) -> maximum."""
     if isinstance(dim, Tensor):
-        from .elementwise import maximum
+        from .select import maximum
         return maximum(x, dim)
     if dim is None:
         return amax(x)
-    return values_indices(amax(x, dim, keepdim), argmax(x, dim, keepdim))
+    return _picked(x, argmax(x, dim, keepdim=True), dim, keepdim)
 
 
 @tensor_method
 def min(x, dim=None, keepdim=False):
     """min(x) -> the smallest value; min(x, dim) -> (values, indices); min(x, other) -> minimum."""
     if isinstance(dim, Tensor):
-        from .elementwise import minimum
+        from .select import minimum
         return minimum(x, dim)
     if dim is None:
         return amin(x)
-    return values_indices(amin(x, dim, keepdim), argmin(x, dim, keepdim))
+    return _picked(x, argmin(x, dim, keepdim=True), dim, keepdim)
+
+
+def _picked(x, index, dim, keepdim):
+    """(values, indices) of max/min along dim: the values are gathered at the index, so the
+    whole gradient goes to the returned index on ties, as in PyTorch (amax/amin split it)."""
+    if x.ndim == 0:
+        return values_indices(x * 1, index)
+    values = x.gather(dim, index)
+    if not keepdim:
+        values, index = values.squeeze(dim), index.squeeze(dim)
+    return values_indices(values, index)
 
 
 @primitive("argmax", differentiable=False)
@@ -148,7 +161,9 @@ def _argmin(xp, x, dim, keepdim):
 
 
 def _arg_extreme(prim, x, dim, keepdim):
-    if dim is None:  # over the flattened tensor; keepdim leaves every dimension at size 1
+    if dim is None or x.ndim == 0:  # over the flattened tensor; keepdim leaves every dim at 1
+        if dim is not None:
+            normalize_dim(dim, 0, prim.name)  # a 0-d tensor takes dim 0 or -1
         out = prim(x.reshape(-1), dim=0, keepdim=False)
         return out.reshape((1,) * x.ndim) if keepdim else out
     return prim(x, dim=normalize_dim(dim, x.ndim, prim.name), keepdim=keepdim)
@@ -221,4 +236,7 @@ def _cumsum_vjp(ctx, g):
 
 @tensor_method
 def cumsum(x, dim):
-    return _cumsum(x, dim=normalize_dim(dim, x.ndim, "cumsum"))
+    dim = normalize_dim(dim, x.ndim, "cumsum")
+    if x.ndim == 0:  # dim 0 of a 0-d tensor, as PyTorch allows: the shape stays ()
+        return _cumsum(x.reshape(1), dim=0).reshape(())
+    return _cumsum(x, dim=dim)

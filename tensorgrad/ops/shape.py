@@ -4,7 +4,7 @@ import math
 
 from ..autograd import primitive
 from ..tensor import tensor_method
-from .elementwise import where
+from .select import where
 from .operands import normalize_dim, result_dtype
 
 
@@ -72,7 +72,7 @@ def squeeze(x, dim=None):
     else:
         dims = {normalize_dim(d, x.ndim, "squeeze")
                 for d in ((dim,) if isinstance(dim, int) else dim)}
-        dims = {d for d in dims if x.shape[d] == 1}
+        dims = {d for d in dims if x.ndim and x.shape[d] == 1}  # a 0-d tensor stays as it is
     return reshape(x, tuple(s for i, s in enumerate(x.shape) if i not in dims))
 
 
@@ -333,7 +333,8 @@ def _triangle(x, diagonal, lower):
     rows, cols = x.shape[-2:]
     keep = xp.tri(rows, cols, diagonal, dtype=bool) if lower else \
         ~xp.tri(rows, cols, diagonal - 1, dtype=bool)
-    return where(Tensor._constant(keep, xp), x, 0)
+    zero = Tensor._constant(xp.zeros((), x.dtype), xp)  # a Python 0 would make bool int64
+    return where(Tensor._constant(keep, xp), x, zero)
 
 
 @tensor_method

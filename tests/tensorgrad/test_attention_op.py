@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import tensorgrad as tg
+from tensorgrad.ops.attention import TILE
 
 F64 = tg.float64
 
@@ -194,16 +195,42 @@ def test_dropout_drops_probabilities_and_rescales():
         tg.scaled_dot_product_attention(q, k, v, dropout_p=1.0)
 
 
-def test_saves_no_score_matrix():
-    """The graph keeps q, k, v, the bias and the (..., Tq, Ev) output, never (Tq, Tk)."""
-    q, k, v = _inputs("cpu", (1, 64, 8), (1, 96, 8), (1, 96, 4))
-    out = tg.scaled_dot_product_attention(q, k, v, is_causal=True)
-    node = out.grad_fn
+def _took_tiles(out):
+    """Whether attention took the tiled path: it keeps one log-sum-exp per query row, where the
+    whole-matrix path keeps the (..., Tq, Tk) probabilities (every key is > 1 here)."""
+    return out.grad_fn.extra.shape[-1] == 1
+
+
+def _saved_sizes(node):
+    """The size of every array the node keeps for its VJP: saved inputs, output, extras, attrs."""
+    arrays = [t.data for t in node.saved if t is not None] + [node.out_data]
+    extra = node.extra if isinstance(node.extra, (tuple, list)) else [node.extra]
+    arrays += [a for a in extra if a is not None]
+    arrays += [a for a in node.attrs.values() if hasattr(a, "shape")]
+    return [int(np.asarray(a).size) for a in arrays]
+
+
+def test_saves_no_score_matrix_beyond_one_tile():
+    """Past one tile of queries and keys the graph keeps q, k, v, the (..., Tq, Ev) output and
+    one log-sum-exp per query row: nothing of the (Tq, Tk) scores' size."""
+    tq, tk = TILE + 40, TILE + 70
+    q, k, v = _inputs("cpu", (1, tq, 8), (1, tk, 8), (1, tk, 4))
+    node = tg.scaled_dot_product_attention(q, k, v, is_causal=True).grad_fn
     assert node.name == "scaled_dot_product_attention"
-    assert node.out_data.shape == (1, 64, 4)
     assert [t.shape for t in node.saved if t is not None] == [q.shape, k.shape, v.shape]
-    assert all(np.asarray(value).size < 64 * 96 for value in node.attrs.values()
-               if hasattr(value, "shape"))
+    assert node.out_data.shape == (1, tq, 4)
+    assert max(_saved_sizes(node)) < tq * tk
+    assert node.extra.shape == (1, tq, 1)  # the rows' log-sum-exps
+
+
+def test_short_inputs_keep_their_probabilities():
+    """The stated exception: within one tile the forward's (..., Tq, Tk) probabilities are kept
+    for the VJP (rebuilding them would cost a matmul and an exp more); under no_grad nothing is."""
+    q, k, v = _inputs("cpu", (1, 64, 8), (1, 96, 8), (1, 96, 4))
+    node = tg.scaled_dot_product_attention(q, k, v, is_causal=True).grad_fn
+    assert node.extra.shape == (1, 64, 96)
+    with tg.no_grad():
+        assert tg.scaled_dot_product_attention(q, k, v, is_causal=True).grad_fn is None
 
 
 @pytest.mark.parametrize("args, error", [
@@ -244,7 +271,7 @@ def tiled(monkeypatch):
 
 @pytest.mark.parametrize("shapes", CASES)
 def test_tiled_path_matches_the_composite_oracle(shapes, tiled):
-    assert _check_against_the_oracle(shapes, "cpu").grad_fn.attrs["tiled"]
+    assert _took_tiles(_check_against_the_oracle(shapes, "cpu"))
 
 
 @pytest.mark.parametrize("name", sorted(set(GRAD_CASES) - {"dropout"}))
@@ -264,7 +291,7 @@ def test_tiled_path_learned_bias_and_dead_rows(tiled):
         return tg.scaled_dot_product_attention(q, k, v, attn_mask=bias.masked_fill(
             ~mask, float("-inf")), is_causal=True)
     out = fn(q, k, v, bias)
-    assert out.grad_fn.attrs["tiled"]
+    assert _took_tiles(out)
     assert tg.gradcheck(fn, [q, k, v, bias])
     assert np.all(np.asarray(out.detach())[:, 3] == 0)
 
@@ -275,7 +302,7 @@ def _peak_bytes(T):
     q, k, v = (tg.randn(1, 1, T, 8, requires_grad=True) for _ in range(3))
     tracemalloc.start()
     out = tg.scaled_dot_product_attention(q, k, v, is_causal=True)
-    assert out.grad_fn.attrs["tiled"]
+    assert _took_tiles(out)
     out.backward(tg.ones_like(out))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()

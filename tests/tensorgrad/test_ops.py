@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tensorgrad as tg
-from tensorgrad.autograd import Node
+from tensorgrad.autograd import Node, sum_to
 
 F64 = tg.float64
 
@@ -61,6 +61,7 @@ def seeded_dropout(x, p=0.5):
 
 
 SPREAD = [[-1.2, -0.3, 0.1], [0.7, 2.0, -0.8]]  # away from the clamp bounds used below
+ROUNDING = [[-1.26, -0.3, 0.12], [0.7, 2.33, -0.81]]  # away from integers, halves and tenths
 MASK = [[True, False, True], [False, False, True]]
 INDEX_ADD = tg.PRIMITIVES["index_add"]  # only reached through a VJP otherwise
 
@@ -125,11 +126,11 @@ CASES = [
     case("sum", lambda a: a.var(0), (3, 2)),
     case("sum", lambda a: a.std(-1, keepdim=True, correction=0), (2, 4)),
     case("amax", lambda a: a.amax(), (2, 3)),
-    case("amax", lambda a: a.max(-1).values, (2, 3)),
+    case("gather", lambda a: a.max(-1).values, (2, 3)),  # max(dim): gathered at the index
     case("amax", lambda a: a.amax((0, 1), keepdim=True), (2, 3, 2)),
     case("amax", lambda a: a.amax(1), leaf([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]]),
          second_order=False),
-    case("amin", lambda a: a.min(0, keepdim=True).values, (3, 2)),
+    case("gather", lambda a: a.min(0, keepdim=True).values, (3, 2)),
     case("amin", lambda a: a.amin(), (4,)),
     case("amin", lambda a: a.min(), leaf([1.0, 0.0, 0.0]), second_order=False),
     case("log", lambda a: a.logsumexp(-1), (2, 3)),
@@ -194,6 +195,13 @@ CASES = [
     case("einsum", lambda a, b: tg.einsum("...ij,...jk", a, b), (2, 2, 3), (3, 2)),
     case("einsum", lambda a, b: tg.einsum("i,j->ij", a, b), (2,), (3,)),
     case("einsum", lambda a: tg.einsum("ij->", a), (2, 3)),
+    # rounding: piecewise constant, zero gradient away from the jumps (PyTorch's convention)
+    case("sign", lambda a: a.sign(), leaf(ROUNDING)),
+    case("floor", lambda a: a.floor() * a, leaf(ROUNDING)),
+    case("ceil", lambda a: a.ceil(), leaf(ROUNDING)),
+    case("trunc", lambda a: a.trunc() + a, leaf(ROUNDING)),
+    case("round", lambda a: a.round(), leaf(ROUNDING)),
+    case("round", lambda a: a.round(decimals=1), leaf(ROUNDING)),
     # fused primitives
     case("softmax", lambda a: a.softmax(-1), (2, 3)),
     case("softmax", lambda a: tg.softmax(a, dim=0), (3, 2)),
@@ -301,10 +309,6 @@ VALUE_CASES = [
     ValueCase("logical_and", lambda p, q: p & q, np.logical_and, (P, Q)),
     ValueCase("logical_or", lambda p, q: p | q, np.logical_or, (P, Q)),
     ValueCase("logical_not", lambda p: ~p, np.logical_not, (P,)),
-    ValueCase("sign", lambda a: a.sign(), np.sign, (A,)),
-    ValueCase("floor", lambda a: a.floor(), np.floor, (A,)),
-    ValueCase("ceil", lambda a: a.ceil(), np.ceil, (A,)),
-    ValueCase("round", lambda a: a.round(), np.round, (A,)),  # halves to even, as PyTorch
     ValueCase("isnan", lambda a: a.isnan(), np.isnan, (SPECIAL,)),
     ValueCase("isinf", lambda a: a.isinf(), np.isinf, (SPECIAL,)),
     ValueCase("isfinite", lambda a: a.isfinite(), np.isfinite, (SPECIAL,)),
@@ -448,3 +452,68 @@ def test_embedding_padding_idx(device):
     np.testing.assert_array_equal(grad[4], 0)  # padding_idx=-1 is row 4
     np.testing.assert_allclose(grad[[0, 2]], 2 * w[[0, 2]], rtol=1e-6)
     np.testing.assert_array_equal(grad[[1, 3]], 0)
+
+
+def test_rounding_values_follow_numpy():
+    values = np.array([[1.5, -2.0, 0.0], [2.5, 0.5, -0.55]])
+    x = tg.tensor(values)
+    for name in ("sign", "floor", "ceil", "trunc", "round"):
+        np.testing.assert_array_equal(np.asarray(getattr(x, name)()), getattr(np, name)(values))
+    np.testing.assert_array_equal(np.asarray(x.round(decimals=1)), np.round(values, 1))
+
+
+# --- fused primitives against their composites ----------------------------------------------------
+COMPOSITE_PRIMITIVES = sorted(name for name, p in tg.PRIMITIVES.items() if p.composite is not None)
+
+
+def _recorded_node(outputs, name):
+    stack, seen = [o.grad_fn for o in outputs if o.grad_fn is not None], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.name == name:
+            return node
+        stack.extend(p for p in node.parents if isinstance(p, Node))
+    raise AssertionError(f"no {name} node in the graph")
+
+
+@pytest.mark.parametrize("name", COMPOSITE_PRIMITIVES)
+def test_fused_primitive_agrees_with_its_composite(name, device):
+    """A fused primitive's array forward and array VJP against its `composite=` (the function
+    create_graph differentiates instead), and second order through the composite."""
+    prim = tg.PRIMITIVES[name]
+    cases = [c for c in CASES if c.prim == name]
+    assert cases, f"{name} names a composite but has no case in CASES"
+    for c in cases:
+        recorded = _recorded_node(_outputs(c.fn(*_make(c, device))), name)
+        saved = recorded.inputs  # composites need every input saved (the engine relies on it)
+        assert len(saved) == len(recorded.parents)
+        inputs = [None if t is None else t.detach().requires_grad_(need)
+                  for t, need in zip(saved, recorded.needs_grad)]  # fresh leaves, same values
+        out = prim(*inputs, **recorded.attrs)
+        node = out.grad_fn
+        reference = prim.composite(*inputs, **node.attrs)
+        np.testing.assert_allclose(np.asarray(out.detach()), np.asarray(reference.detach()),
+                                   rtol=1e-10, atol=1e-12)
+        g = tg.randn(*out.shape, dtype=out.dtype, device=device)
+        wanted = [i for i, (t, need) in enumerate(zip(inputs, node.needs_grad)) if need]
+        ours = _outputs(prim.vjp(node, g))
+        theirs = tg.grad(reference, [inputs[i] for i in wanted], g)
+        for i, expected in zip(wanted, theirs):
+            mine = sum_to(ours[i], inputs[i].shape)  # as the engine undoes broadcasting
+            np.testing.assert_allclose(np.asarray(mine.detach()), np.asarray(expected),
+                                       rtol=1e-9, atol=1e-11, err_msg=f"{name}: input {i}")
+        assert tg.gradgradcheck(_with_leaves(prim, inputs, wanted, node.attrs),
+                                [inputs[i] for i in wanted])
+
+
+def _with_leaves(prim, inputs, wanted, attrs):
+    """prim as a function of the inputs at positions `wanted`, the others held fixed."""
+    def call(*xs):
+        args = list(inputs)
+        for i, x in zip(wanted, xs):
+            args[i] = x
+        return prim(*args, **attrs)
+    return call

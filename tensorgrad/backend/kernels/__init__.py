@@ -1,0 +1,25 @@
+"""Fused CPU kernels compiled with Numba, one module per op family, mirroring tensorgrad/ops/:
+each is the compiled twin of the array code in the op's own file (activation.py <->
+ops/activation.py, norm.py <-> ops/norm.py, attention.py <-> ops/attention.py) and makes one pass
+over memory where the array code makes several (one NumPy call per arithmetic step, each writing a
+temporary).
+
+The NumPy backend hands this package out through `backend.kernels(*arrays)` when Numba is
+installed (`pip install tensorgrad[fast]`) and TENSORGRAD_NUMBA is not 0; otherwise that returns
+None and every op runs its array code, which is also what the CuPy backend runs.
+tests/tensorgrad/test_kernels.py runs both paths against each other. Only float32 and float64
+arrays are handled (`supports`).
+"""
+from .activation import gelu_tanh, gelu_tanh_backward  # noqa: F401
+from .attention import softmax_rows, softmax_rows_backward  # noqa: F401
+from .index import scatter_add_rows  # noqa: F401
+from .jit import DTYPES
+from .norm import norm_rows, norm_rows_backward  # noqa: F401
+from .optim import adam_step  # noqa: F401
+
+
+def supports(arrays):
+    for a in arrays:
+        if a is not None and a.dtype not in DTYPES:
+            return False
+    return True

@@ -1,0 +1,89 @@
+"""Compiled twins of tensorgrad/ops/norm.py's layer norm and RMS norm, forward and VJP, over the
+trailing dims as rows (benchmarks/: gpt_step, and decoding, where each call is one row and NumPy's
+per-call cost dominates). The loops compute in float64 and store in the array's dtype."""
+import math
+
+import numpy
+
+from .jit import jit, rows_of
+
+
+@jit
+def _norm_loop(x, weight, bias, eps, center, y, mean, rstd):
+    rows, cols = x.shape
+    for r in range(rows):
+        mu = 0.0
+        if center:
+            for j in range(cols):
+                mu += x[r, j]
+            mu /= cols
+        square = 0.0
+        for j in range(cols):
+            d = x[r, j] - mu
+            square += d * d
+        inv = 1.0 / math.sqrt(square / cols + eps)
+        mean[r], rstd[r] = mu, inv
+        for j in range(cols):
+            v = (x[r, j] - mu) * inv
+            if weight is not None:
+                v *= weight[j]
+            if bias is not None:
+                v += bias[j]
+            y[r, j] = v
+
+
+@jit
+def _norm_backward_loop(x, mean, rstd, weight, g, center, gx, gweight, gbias):
+    # gx = rstd (gxhat - mean(gxhat) - xhat mean(gxhat xhat)), gxhat = g * weight; RMS norm
+    # (center False) has no mean(gxhat) term. gweight, gbias: float64 sums over the rows.
+    rows, cols = x.shape
+    for r in range(rows):
+        mu, inv = mean[r], rstd[r]
+        total = 0.0
+        dot = 0.0
+        for j in range(cols):
+            gh = g[r, j] * weight[j] if weight is not None else g[r, j]
+            total += gh
+            dot += gh * (x[r, j] - mu) * inv
+        total = total / cols if center else 0.0
+        dot /= cols
+        for j in range(cols):
+            xh = (x[r, j] - mu) * inv
+            gh = g[r, j] * weight[j] if weight is not None else g[r, j]
+            gx[r, j] = inv * (gh - total - xh * dot)
+            if gweight is not None:
+                gweight[j] += g[r, j] * xh
+            if gbias is not None:
+                gbias[j] += g[r, j]
+
+
+def norm_rows(x, weight, bias, eps, dims, center):
+    """Layer norm (center=True) or RMS norm over the trailing `dims` of x: (y, mean, rstd), the
+    statistics shaped as a keepdims reduction over dims (the mean is 0 for RMS norm)."""
+    trailing = len(dims)
+    rows = rows_of(x, math.prod(x.shape[-trailing:]))
+    y = numpy.empty(x.shape, x.dtype)
+    stats = numpy.empty((2,) + x.shape[:-trailing] + (1,) * trailing, x.dtype)  # mean, rstd
+    _norm_loop(rows, None if weight is None else weight.reshape(-1),
+               None if bias is None else bias.reshape(-1), float(eps), center,
+               y.reshape(rows.shape), stats[0].reshape(-1), stats[1].reshape(-1))
+    return y, stats[0], stats[1]
+
+
+def norm_rows_backward(x, mean, rstd, weight, g, dims, center, needs_weight, needs_bias):
+    """(gx, gweight or None, gbias or None) of `norm_rows`; mean may be None for RMS norm."""
+    cols = math.prod(x.shape[d] for d in dims)
+    rows = rows_of(x, cols)
+    if mean is None:
+        mean = numpy.zeros(rows.shape[0], x.dtype)
+    gx = numpy.empty_like(rows)
+    gweight = numpy.zeros(cols) if needs_weight else None
+    gbias = numpy.zeros(cols) if needs_bias else None
+    _norm_backward_loop(rows, mean.reshape(-1), rstd.reshape(-1),
+                        None if weight is None else weight.reshape(-1), rows_of(g, cols), center,
+                        gx, gweight, gbias)
+    shape = tuple(x.shape[d] for d in dims)
+    return (gx.reshape(x.shape),
+            None if gweight is None else gweight.astype(x.dtype).reshape(shape),
+            None if gbias is None else gbias.astype(x.dtype).reshape(shape))
+

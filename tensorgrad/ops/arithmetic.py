@@ -1,0 +1,135 @@
+"""Arithmetic primitives: add, sub, mul, div, neg, pow, and the composites built on them.
+
+Each primitive is its forward on arrays followed by its VJP in tensorgrad ops. Broadcasting is
+not undone here: the engine sums every gradient back to its input's shape.
+"""
+from ..autograd import primitive
+from ..tensor import tensor_method
+from .operands import binary_operands
+from .unary import log
+from .select import where
+
+
+# --- arithmetic ---------------------------------------------------------------------------------
+@primitive("add")
+def _add(xp, a, b):
+    return a + b
+
+
+@_add.defvjp
+def _add_vjp(ctx, g):
+    return g, g
+
+
+@primitive("sub")
+def _sub(xp, a, b):
+    return a - b
+
+
+@_sub.defvjp
+def _sub_vjp(ctx, g):
+    return g, (-g if ctx.needs_grad[1] else None)
+
+
+@primitive("mul", saves=(0, 1))
+def _mul(xp, a, b):
+    return a * b
+
+
+@_mul.defvjp
+def _mul_vjp(ctx, g):
+    a, b = ctx.inputs
+    return (g * b if ctx.needs_grad[0] else None), (g * a if ctx.needs_grad[1] else None)
+
+
+@primitive("div", saves=(0, 1))
+def _div(xp, a, b):
+    return a / b
+
+
+@_div.defvjp
+def _div_vjp(ctx, g):
+    a, b = ctx.inputs
+    ga = g / b if ctx.needs_grad[0] else None
+    gb = -g * a / (b * b) if ctx.needs_grad[1] else None
+    return ga, gb
+
+
+@primitive("neg")
+def _neg(xp, x):
+    return -x
+
+
+@_neg.defvjp
+def _neg_vjp(ctx, g):
+    return -g
+
+
+@primitive("pow", saves=(0, 1), saves_out=True)
+def _pow(xp, a, b):
+    return a ** b
+
+
+@_pow.defvjp
+def _pow_vjp(ctx, g):
+    # PyTorch's conventions where the formulas meet 0 * inf: d/da a^0 = 0 everywhere (a^-1 is
+    # never formed: the exponent is swapped for 1 there, and b = 0 zeroes the product), and
+    # d/db a^b = a^b log a is taken as 0 where a == 0 and b >= 0 (the limit), -inf for b < 0.
+    a, b = ctx.inputs
+    ga = g * b * a ** where(b == 0, 1.0, b - 1) if ctx.needs_grad[0] else None
+    if not ctx.needs_grad[1]:
+        return ga, None
+    limit = (a == 0) & (b >= 0)
+    return ga, g * where(limit, 0.0, ctx.out * log(where(limit, 1.0, a)))
+
+
+@tensor_method
+def add(a, b, alpha=1):
+    a, b = binary_operands(a, b)
+    return _add(a, b if alpha == 1 else b * alpha)
+
+
+@tensor_method
+def sub(a, b, alpha=1):
+    a, b = binary_operands(a, b)
+    return _sub(a, b if alpha == 1 else b * alpha)
+
+
+@tensor_method
+def mul(a, b):
+    return _mul(*binary_operands(a, b))
+
+
+@tensor_method
+def div(a, b):
+    a, b = binary_operands(a, b)
+    if a.data.dtype.kind not in "fc":  # true division of integers gives floats, as in PyTorch
+        a, b = a.float(), b.float()
+    return _div(a, b)
+
+
+@tensor_method
+def neg(x):
+    return _neg(x)
+
+
+@tensor_method
+def pow(a, b):
+    return _pow(*binary_operands(a, b))
+
+
+@tensor_method
+def square(x):
+    return x * x
+
+
+@tensor_method
+def reciprocal(x):
+    return 1.0 / x
+
+
+true_divide = tensor_method(div, "true_divide")
+divide = tensor_method(div, "divide")
+multiply = tensor_method(mul, "multiply")
+subtract = tensor_method(sub, "subtract")
+negative = tensor_method(neg, "negative")

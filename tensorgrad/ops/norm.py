@@ -1,0 +1,137 @@
+"""Layer norm and RMS norm.
+
+The forwards keep their statistics (mean and 1/std per row) for the VJP, which computes the
+first-order gradient on arrays in a few passes (benchmarks/: the op-by-op VJP cost a GPT-mini
+step more than its matmuls); higher orders come from the composites, which the engine
+differentiates under create_graph. When the backend offers compiled kernels, forward and VJP run
+their twins in tensorgrad/backend/kernels/norm.py instead of the array code below.
+"""
+import math
+
+from ..autograd import primitive
+from ..tensor import Tensor
+from .operands import require_float
+from .unary import rsqrt
+
+
+def _row_mean(x, dims):
+    """x's mean over dims, kept: a sum times 1/n (NumPy's mean adds microseconds of Python per
+    call, which decoding pays at every norm of every token)."""
+    total = x.sum(axis=dims, keepdims=True)
+    total *= 1.0 / math.prod(x.shape[d] for d in dims)
+    return total
+
+
+def _layer_norm_composite(x, weight, bias, dims, eps):
+    centered = x - x.mean(dims, keepdim=True)
+    y = centered * rsqrt((centered * centered).mean(dims, keepdim=True) + eps)
+    if weight is not None:
+        y = y * weight
+    return y + bias if bias is not None else y
+
+
+@primitive("layer_norm", saves="all", saves_extra=True, composite=_layer_norm_composite)
+def _layer_norm(xp, x, weight, bias, dims, eps):
+    kernels = xp.kernels(x, weight, bias)
+    if kernels is not None:
+        y, mean, rstd = kernels.norm_rows(x, weight, bias, eps, dims, center=True)
+        return y, (mean, rstd)
+    mean = _row_mean(x, dims)
+    y = x - mean
+    rstd = 1.0 / xp.sqrt(_row_mean(y * y, dims) + eps)
+    y *= rstd
+    if weight is not None:
+        y *= weight
+    if bias is not None:
+        y += bias
+    return y, (mean, rstd)
+
+
+@_layer_norm.defvjp
+def _layer_norm_vjp(ctx, g):
+    x, weight, bias = ctx.inputs
+    mean, rstd = ctx.extra
+    dims, xp = ctx.attrs["dims"], ctx.backend
+    w = None if weight is None else weight.data
+    kernels = xp.kernels(x.data, w, g.data)
+    if kernels is not None:
+        grads = kernels.norm_rows_backward(x.data, mean, rstd, w, g.data, dims, True,
+                                      *ctx.needs_grad[1:])
+        return tuple(None if a is None else Tensor._constant(a, xp) for a in grads)
+    xhat = (x.data - mean) * rstd
+    gy = g.data
+    gxhat = gy * weight.data if weight is not None else gy
+    gx = gxhat - _row_mean(gxhat, dims)
+    gx -= xhat * _row_mean(gxhat * xhat, dims)
+    gx *= rstd
+    rows = tuple(range(x.ndim - len(dims)))  # the dims weight and bias are shared over
+    return (Tensor._constant(gx, xp),
+            Tensor._constant((gy * xhat).sum(axis=rows), xp) if ctx.needs_grad[1] else None,
+            Tensor._constant(gy.sum(axis=rows), xp) if ctx.needs_grad[2] else None)
+
+
+def _norm_dims(x, normalized_shape, weight, bias, op):
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    ndim = x.ndim
+    if x.shape[ndim - len(shape):] != shape:
+        raise ValueError(f"{op}: normalized_shape {shape} must equal the last dimensions of the "
+                         f"input, got input shape {x.shape}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and p.shape != shape:
+            raise ValueError(f"{op}: {name} must have shape {shape}, got {p.shape}")
+    require_float(x, op)
+    return tuple(range(ndim - len(shape), ndim))
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the trailing `normalized_shape` dims."""
+    dims = _norm_dims(x, normalized_shape, weight, bias, "layer_norm")
+    return _layer_norm(x, weight, bias, dims=dims, eps=eps)
+
+
+def _rms_norm_composite(x, weight, dims, eps):
+    y = x * rsqrt((x * x).mean(dims, keepdim=True) + eps)
+    return y * weight if weight is not None else y
+
+
+@primitive("rms_norm", saves="all", saves_extra=True, composite=_rms_norm_composite)
+def _rms_norm(xp, x, weight, dims, eps):
+    kernels = xp.kernels(x, weight)
+    if kernels is not None:
+        y, _, rstd = kernels.norm_rows(x, weight, None, eps, dims, center=False)
+        return y, rstd
+    rstd = 1.0 / xp.sqrt(_row_mean(x * x, dims) + eps)
+    y = x * rstd
+    if weight is not None:
+        y *= weight
+    return y, rstd
+
+
+@_rms_norm.defvjp
+def _rms_norm_vjp(ctx, g):
+    x, weight = ctx.inputs
+    rstd, dims, xp = ctx.extra, ctx.attrs["dims"], ctx.backend
+    w = None if weight is None else weight.data
+    kernels = xp.kernels(x.data, w, g.data)
+    if kernels is not None:
+        gx, gw, _ = kernels.norm_rows_backward(x.data, None, rstd, w, g.data, dims, False,
+                                          ctx.needs_grad[1], False)
+        return Tensor._constant(gx, xp), None if gw is None else Tensor._constant(gw, xp)
+    xhat = x.data * rstd
+    gy = g.data
+    gxhat = gy * weight.data if weight is not None else gy
+    gx = gxhat - xhat * _row_mean(gxhat * xhat, dims)
+    gx *= rstd
+    rows = tuple(range(x.ndim - len(dims)))
+    return Tensor._constant(gx, xp), (Tensor._constant((gy * xhat).sum(axis=rows), xp)
+                                      if ctx.needs_grad[1] else None)
+
+
+def rms_norm(x, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2) + eps) * weight; eps defaults to the dtype's machine epsilon, as in
+    torch.nn.functional.rms_norm."""
+    dims = _norm_dims(x, normalized_shape, weight, None, "rms_norm")
+    if eps is None:
+        eps = float(x._backend.finfo(x.dtype).eps)
+    return _rms_norm(x, weight, dims=dims, eps=eps)
+
