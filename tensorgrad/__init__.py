@@ -13,6 +13,7 @@ from .backend import (  # noqa: F401
     bool_, cuda_is_available, default_device, float16, float32, float64, int8, int16, int32,
     int64, manual_seed, set_default_device, uint8,
 )
+from .generator import Generator  # noqa: F401
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 from . import viz  # noqa: F401  (graph pictures; graphviz is imported only when drawing)
 from .ops import *  # noqa: F401,F403
@@ -22,6 +23,7 @@ from .tensor import (  # noqa: F401
     linspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
     zeros_like,
 )
+from . import utils  # noqa: F401,E402  (last: utils.data uses the names bound above)
 
 # torch's aliases: tensorgrad.float is float32, tensorgrad.long is int64, ...
 bool = bool_  # noqa: A001

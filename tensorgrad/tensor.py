@@ -4,6 +4,7 @@ Methods are thin: each forwards to a function in `tensorgrad.ops`, where the pri
 gradient live. Creation functions (`tensor`, `zeros`, `randn` ...) are at the bottom.
 """
 from . import backend as _backends
+from .generator import rng_for
 
 
 class Tensor:
@@ -527,27 +528,31 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
                  requires_grad, default)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False):
-    """Standard normal samples from the device's seeded generator (see `manual_seed`)."""
-    return _make(lambda b, s, d: b.random_normal(s, d), size, dtype, device, requires_grad)
+def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
+    """Standard normal samples from `generator`, else the device's seeded one (`manual_seed`)."""
+    return _make(lambda b, s, d: b.random_normal(s, d, rng_for(generator, b, "randn")), size,
+                 dtype, device, requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
+def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
     """Uniform samples in [0, 1)."""
-    return _make(lambda b, s, d: b.random_uniform(s, d), size, dtype, device, requires_grad)
+    return _make(lambda b, s, d: b.random_uniform(s, d, rng_for(generator, b, "rand")), size,
+                 dtype, device, requires_grad)
 
 
-def randint(low, high=None, size=(), dtype=None, device=None):
+def randint(low, high=None, size=(), dtype=None, device=None, generator=None):
     """Integers in [low, high) (or [0, low) when high is omitted), int64 by default."""
     if high is None:
         low, high = 0, low
-    return _make(lambda b, s, d: b.random_integers(low, high, s, d), (tuple(size),), dtype,
-                 device, False, _backends.int64)
+    return _make(lambda b, s, d: b.random_integers(low, high, s, d,
+                                                   rng_for(generator, b, "randint")),
+                 (tuple(size),), dtype, device, False, _backends.int64)
 
 
-def randperm(n, dtype=None, device=None):
+def randperm(n, dtype=None, device=None, generator=None):
+    """A random permutation of 0 .. n-1 (int64 by default)."""
     backend = _backends.get_backend(device)
-    keys = backend.random_uniform((n,), _backends.float32)
+    keys = backend.random_uniform((n,), _backends.float32, rng_for(generator, backend, "randperm"))
     perm = backend.argsort(keys).astype(_backends.as_dtype(dtype) or _backends.int64)
     return Tensor._constant(perm, backend)
 

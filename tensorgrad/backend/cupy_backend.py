@@ -19,8 +19,12 @@ class CupyBackend:
             self.rng = cupy.random.default_rng()
 
     def seed(self, seed):
+        self.rng = self.new_rng(seed)
+
+    def new_rng(self, seed):
+        """A seeded random generator on this GPU (see NumpyBackend.new_rng)."""
         with cupy.cuda.Device(self.index):
-            self.rng = cupy.random.default_rng(seed)
+            return cupy.random.default_rng(seed)
 
     def from_host(self, array):
         with cupy.cuda.Device(self.index):
@@ -39,21 +43,24 @@ class CupyBackend:
     def erf(self, x):
         return cupyx.scipy.special.erf(x).astype(x.dtype, copy=False)
 
-    def random_normal(self, shape, dtype):
+    def random_normal(self, shape, dtype, rng=None):
+        rng = self.rng if rng is None else rng
         with cupy.cuda.Device(self.index):
             if dtype in (numpy.float32, numpy.float64):
-                return self.rng.standard_normal(shape, dtype=dtype)
-            return self.rng.standard_normal(shape).astype(dtype)
+                return rng.standard_normal(shape, dtype=dtype)
+            return rng.standard_normal(shape).astype(dtype)
 
-    def random_uniform(self, shape, dtype):
+    def random_uniform(self, shape, dtype, rng=None):
+        rng = self.rng if rng is None else rng
         with cupy.cuda.Device(self.index):
             if dtype in (numpy.float32, numpy.float64):
-                return self.rng.random(shape, dtype=dtype)
-            return self.rng.random(shape).astype(dtype)
+                return rng.random(shape, dtype=dtype)
+            return rng.random(shape).astype(dtype)
 
-    def random_integers(self, low, high, shape, dtype):
+    def random_integers(self, low, high, shape, dtype, rng=None):
+        rng = self.rng if rng is None else rng
         with cupy.cuda.Device(self.index):
-            return self.rng.integers(low, high, size=shape, dtype=dtype)
+            return rng.integers(low, high, size=shape, dtype=dtype)
 
     def __repr__(self):
         return f"CupyBackend({self.device})"

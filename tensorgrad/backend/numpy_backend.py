@@ -74,6 +74,11 @@ class NumpyBackend:
     def seed(self, seed):
         self.rng = numpy.random.default_rng(seed)
 
+    def new_rng(self, seed):
+        """A seeded random generator of this device: what a tensorgrad.Generator holds. The
+        random_* methods below draw from it when given it as `rng`, else from `self.rng`."""
+        return numpy.random.default_rng(seed)
+
     # --- host transfer -------------------------------------------------------------------
     def from_host(self, array):
         return numpy.asarray(array)
@@ -127,18 +132,21 @@ class NumpyBackend:
             return _scipy_erf(x).astype(x.dtype, copy=False)
         return numpy.vectorize(math.erf, otypes=[x.dtype])(x)
 
-    def random_normal(self, shape, dtype):
+    def random_normal(self, shape, dtype, rng=None):
+        rng = self.rng if rng is None else rng
         if dtype.kind == "f" and dtype.itemsize >= 4:
-            return self.rng.standard_normal(shape, dtype=dtype)
-        return self.rng.standard_normal(shape).astype(dtype)
+            return rng.standard_normal(shape, dtype=dtype)
+        return rng.standard_normal(shape).astype(dtype)
 
-    def random_uniform(self, shape, dtype):
+    def random_uniform(self, shape, dtype, rng=None):
+        rng = self.rng if rng is None else rng
         if dtype.kind == "f" and dtype.itemsize >= 4:
-            return self.rng.random(shape, dtype=dtype)
-        return self.rng.random(shape).astype(dtype)
+            return rng.random(shape, dtype=dtype)
+        return rng.random(shape).astype(dtype)
 
-    def random_integers(self, low, high, shape, dtype):
-        return self.rng.integers(low, high, size=shape, dtype=dtype)
+    def random_integers(self, low, high, shape, dtype, rng=None):
+        rng = self.rng if rng is None else rng
+        return rng.integers(low, high, size=shape, dtype=dtype)
 
     def __repr__(self):
         return "NumpyBackend(cpu)"
