@@ -5,6 +5,10 @@ gradient live. Creation functions (`tensor`, `zeros`, `randn` ...) are in creati
 """
 from . import backend as _backends
 
+# How far up PyTorch's type ladder a dtype kind is: an in-place op may not climb it
+# (an int tensor cannot take a float result), only stay or go down.
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
 
 class Tensor:
     __slots__ = ("data", "grad", "requires_grad", "_node", "_backend", "_version", "__weakref__")
@@ -199,15 +203,24 @@ class Tensor:
 
     # --- in-place updates (optimizers, init, masking) --------------------------------------
     def _inplace(self, op_name):
+        """Check that `op_name` may write into this tensor's memory, then bump its version (so
+        backward catches a saved tensor that changed after it was saved)."""
         if self.requires_grad and _autograd.is_grad_enabled():
             if self._node is None:
-                raise RuntimeError(f"{op_name}: a leaf tensor that requires grad is being modified "
-                                   "in place while grad mode is on; wrap the update in no_grad()")
-            # Autograd records no in-place ops: going on would silently give wrong gradients.
+                raise RuntimeError(f"{op_name}: a leaf Variable that requires grad is being used "
+                                   "in an in-place operation. Wrap the update in no_grad(), as "
+                                   "an optimizer step does")
+            # Autograd records no writes into memory: going on would silently give wrong gradients.
             raise RuntimeError(f"{op_name}: in-place update of a tensor made by "
                                f"'{self._node.prim.name}' that requires grad; autograd does not "
                                "record in-place ops, use an out-of-place op (where, masked_fill, "
                                "cat) instead")
+        data = self.data
+        if data.size > 1 and 0 in data.strides and any(
+                stride == 0 and n > 1 for stride, n in zip(data.strides, data.shape)):
+            raise RuntimeError(f"{op_name}: unsupported operation: more than one element of the "
+                               "written-to tensor refers to a single memory location. Please "
+                               "clone() the tensor before performing the operation.")
         self._version[0] += 1
 
     def _operand(self, value):
@@ -217,6 +230,57 @@ class Tensor:
                                    f"{value.device} tensor")
             return value.data
         return value
+
+    def _update(self, op_name, op, other, ufunc=None, **attrs):
+        """`self <- op(self, other, **attrs)` with PyTorch's meaning of an in-place op (add_, +=).
+
+        Outside the graph (no_grad, or nothing involved requires grad) the result is written
+        into this tensor's memory: views see it and the version counter moves. A leaf that
+        requires grad raises PyTorch's error. On a tensor inside the graph, autograd records no
+        writes into memory, so this Tensor object takes the out-of-place result instead (its
+        data and grad_fn): every reference to it sees PyTorch's value and gradient, but views
+        taken of it before keep the old values. ufunc: a backend function that writes the
+        result in place directly (`xp.add`, with add's `alpha` applied to the operand first),
+        the fast path optimizer steps take.
+        """
+        if _autograd.is_grad_enabled() and (self.requires_grad or getattr(other, "requires_grad",
+                                                                          False)):
+            if self._node is None and self.requires_grad:
+                self._inplace(op_name)  # raises PyTorch's leaf error
+            alias = Tensor._wrap(self.data, self._backend, self.requires_grad, self._node,
+                                 self._version)
+            out = self._result(op_name, op(alias, other, **attrs))
+            self.data, self._node, self.requires_grad = out.data, out._node, out.requires_grad
+            # Nodes that saved this Tensor would now read the new data: a new, higher version
+            # makes their backward fail clearly. The old data keeps the old counter (and views).
+            self._version = [self._version[0] + 1]
+            return self
+        self._inplace(op_name)
+        if ufunc is not None:
+            operand = self._operand(other)
+            if attrs.get("alpha", 1) != 1:
+                operand = operand * attrs["alpha"]  # add_'s scale, on the array: no op dispatch
+            try:
+                ufunc(self.data, operand, out=self.data, casting="same_kind")
+                return self
+            except (TypeError, ValueError):
+                pass  # a dtype or shape the result cannot take: the op below says which
+        with _autograd.no_grad():
+            self.data[...] = self._result(op_name, op(self, other, **attrs)).data
+        return self
+
+    def _result(self, op_name, out):
+        """An in-place op's out-of-place result, checked against this tensor as PyTorch does
+        (the broadcast shape must be this shape, the dtype must not go up a kind) and cast."""
+        if out.shape != self.shape:
+            raise RuntimeError(f"{op_name}: output with shape {list(self.shape)} doesn't match "
+                               f"the broadcast shape {list(out.shape)}")
+        if out.dtype != self.dtype:
+            if _KIND_RANK[out.dtype.kind] > _KIND_RANK[self.dtype.kind]:
+                raise RuntimeError(f"{op_name}: result type {out.dtype} can't be cast to the "
+                                   f"desired output type {self.dtype}")
+            out = _ops.cast(out, self.dtype)
+        return out
 
     def copy_(self, src):
         self._inplace("copy_")
@@ -232,26 +296,27 @@ class Tensor:
         self.data[...] = self._operand(value)
         return self
 
+    def masked_fill_(self, mask, value):
+        """Write `value` where the bool `mask` (broadcast to this shape) is True."""
+        return self._update("masked_fill_", lambda x, v: _ops.masked_fill(x, mask, v), value)
+
     def add_(self, other, alpha=1):
-        self._inplace("add_")
-        other = self._operand(other)
-        if alpha != 1:
-            other = other * alpha
-        self._backend.add(self.data, other, out=self.data, casting="unsafe")
-        return self
+        return self._update("add_", _ops.add, other, self._backend.add, alpha=alpha)
 
     def sub_(self, other, alpha=1):
         return self.add_(other, alpha=-alpha)
 
     def mul_(self, other):
-        self._inplace("mul_")
-        self._backend.multiply(self.data, self._operand(other), out=self.data, casting="unsafe")
-        return self
+        return self._update("mul_", _ops.mul, other, self._backend.multiply)
 
-    def div_(self, other):
-        self._inplace("div_")
-        self._backend.divide(self.data, self._operand(other), out=self.data, casting="unsafe")
-        return self
+    def div_(self, other, rounding_mode=None):
+        """In-place `div` (true division, or rounding_mode "trunc" / "floor")."""
+        if rounding_mode is not None:
+            return self._update("div_", _ops.div, other, rounding_mode=rounding_mode)
+        return self._update("div_", _ops.div, other, self._backend.divide)
+
+    def pow_(self, exponent):
+        return self._update("pow_", _ops.pow, exponent, self._backend.power)
 
     def clamp_(self, min=None, max=None):
         self._inplace("clamp_")
@@ -278,21 +343,23 @@ class Tensor:
         self._inplace("__setitem__")
         self.data[_ops.array_index(index, self)] = self._operand(value)
 
+    # The augmented operators are the in-place ops (`p -= lr * p.grad` updates p), as in
+    # PyTorch; those of the integer ops (//=, %=, &=, |=, ^=, <<=, >>=) are declared with their
+    # ops in ops/division.py and ops/bitwise.py.
     def __iadd__(self, other):
-        return self.add_(other) if not self.requires_grad or not _autograd.is_grad_enabled() \
-            else self + other
+        return self.add_(other)
 
     def __isub__(self, other):
-        return self.sub_(other) if not self.requires_grad or not _autograd.is_grad_enabled() \
-            else self - other
+        return self.sub_(other)
 
     def __imul__(self, other):
-        return self.mul_(other) if not self.requires_grad or not _autograd.is_grad_enabled() \
-            else self * other
+        return self.mul_(other)
 
     def __itruediv__(self, other):
-        return self.div_(other) if not self.requires_grad or not _autograd.is_grad_enabled() \
-            else self / other
+        return self.div_(other)
+
+    def __ipow__(self, other):
+        return self.pow_(other)
 
     # --- operators -----------------------------------------------------------------------------
     def __add__(self, other):
@@ -361,14 +428,8 @@ class Tensor:
     def __ge__(self, other):
         return _ops.ge(self, other)
 
-    def __invert__(self):
-        return _ops.logical_not(self)
-
-    def __and__(self, other):
-        return _ops.logical_and(self, other)
-
-    def __or__(self, other):
-        return _ops.logical_or(self, other)
+    # & | ^ ~ << >> // % (reflected and augmented too) are declared by their ops with
+    # `tensor_operator`, in ops/bitwise.py and ops/division.py.
 
     def where(self, condition, other):
         """`self` where condition holds, else `other` (torch.Tensor.where)."""
@@ -397,6 +458,26 @@ def tensor_method(fn, name=None):
     checks the methods against torch.Tensor's."""
     setattr(Tensor, name or fn.__name__, fn)
     return fn
+
+
+def tensor_operator(op, dunder):
+    """Declare a binary op's operators: `tensor_operator(remainder, "mod")` makes `a % b`,
+    `2 % a` and `a %= b` call `remainder`, and adds the in-place method `remainder_` (what
+    `%=` runs; see `Tensor._update` for what in place means inside the graph)."""
+    def reflected(self, other):
+        return op(other, self)
+
+    def inplace(self, other):
+        return self._update(inplace.__name__, op, other)
+
+    reflected.__name__ = f"__r{dunder}__"
+    inplace.__name__ = f"{op.__name__}_"
+    inplace.__doc__ = f"In-place `{op.__name__}`; the augmented operator (`__i{dunder}__`) runs it."
+    tensor_method(op, f"__{dunder}__")
+    tensor_method(reflected)
+    tensor_method(inplace)
+    tensor_method(inplace, f"__i{dunder}__")
+    return op
 
 
 from . import autograd as _autograd  # noqa: E402  (the engine needs Tensor defined first)

@@ -5,11 +5,15 @@ exported here are what users and Tensor methods call.
 """
 from .attention import attention_weights, scaled_dot_product_attention  # noqa: F401
 from .elementwise import (  # noqa: F401
-    abs, add, cast, ceil, clamp, clip, clone, cos, div, divide, eq, erf, exp, floor, ge, gelu, gt,
+    abs, add, cast, ceil, clamp, clip, clone, cos, eq, erf, exp, floor, ge, gelu, gt,
     isfinite, isinf, isnan, le, log, logical_and, logical_not, logical_or, lt, maximum, minimum,
     mul, multiply, ne, neg, negative, pow, reciprocal, relu, round, rsqrt, sigmoid, sign, silu,
-    sin, sqrt, square, sub, subtract, tanh, to_device, true_divide, where,
+    sin, sqrt, square, sub, subtract, tanh, to_device, where,
 )
+from .bitwise import (  # noqa: F401
+    bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift, bitwise_xor,
+)
+from .division import div, divide, floor_divide, fmod, remainder, true_divide  # noqa: F401
 from .fused import cross_entropy, dropout, layer_norm, log_softmax, rms_norm, softmax  # noqa: F401
 from .index import (  # noqa: F401
     array_index, embedding, gather, getitem, masked_fill, one_hot, scatter_add,

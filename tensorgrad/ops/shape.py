@@ -333,7 +333,8 @@ def _triangle(x, diagonal, lower):
     rows, cols = x.shape[-2:]
     keep = xp.tri(rows, cols, diagonal, dtype=bool) if lower else \
         ~xp.tri(rows, cols, diagonal - 1, dtype=bool)
-    return where(Tensor._constant(keep, xp), x, 0)
+    zero = False if x.dtype.kind == "b" else 0  # a bool mask stays bool, as in PyTorch
+    return where(Tensor._constant(keep, xp), x, zero)
 
 
 @tensor_method
