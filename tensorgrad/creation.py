@@ -4,7 +4,7 @@ Each makes a new leaf tensor on a device's backend (the default device when none
 Random ones draw from that backend's seeded generator (see `tensorgrad.manual_seed`).
 """
 from . import backend as _backends
-from .tensor import Tensor
+from .tensor import Tensor, tensor_method
 
 
 def _infer_dtype(data):
@@ -142,11 +142,15 @@ def rand(*size, dtype=None, device=None, requires_grad=False):
     return _make(lambda b, s, d: b.random_uniform(s, d), size, dtype, device, requires_grad)
 
 
-def randint(low, high=None, size=(), dtype=None, device=None):
-    """Integers in [low, high) (or [0, low) when high is omitted), int64 by default."""
-    if high is None:
-        low, high = 0, low
-    return _make(lambda b, s, d: b.random_integers(low, high, s, d), (tuple(size),), dtype,
+def randint(low, high=None, size=None, dtype=None, device=None):
+    """Integers drawn uniformly from [low, high), int64 by default. As in PyTorch, the
+    two-argument form `randint(high, size)` draws from [0, high): `randint(10, (3,))`."""
+    if size is None and high is not None and not isinstance(high, int):
+        low, high, size = 0, low, high  # randint(high, size)
+    elif high is None:
+        low, high = 0, low  # randint(high, size=...)
+    size = () if size is None else (size,) if isinstance(size, int) else tuple(size)
+    return _make(lambda b, s, d: b.random_integers(low, high, s, d), (size,), dtype,
                  device, False, _backends.int64)
 
 
@@ -168,10 +172,22 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     return t.requires_grad_(True) if requires_grad else t
 
 
-def linspace(start, end, steps, dtype=None, device=None):
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    """`steps` evenly spaced values from start to end inclusive. An integer dtype follows
+    PyTorch (NumPy would round down instead): the ends are converted first, the values are
+    computed in float64 from the nearer end and truncated toward zero."""
     backend = _backends.get_backend(device)
     dtype = _backends.as_dtype(dtype) or _backends.float32
-    return Tensor._constant(backend.linspace(start, end, steps, dtype=dtype), backend)
+    if dtype.kind in "fc":
+        values = backend.linspace(start, end, steps, dtype=dtype)
+    else:
+        start, end = int(start), int(end)
+        i = backend.arange(steps, dtype=_backends.float64)
+        step = (end - start) / (steps - 1) if steps > 1 else 0.0
+        values = backend.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
+        values = backend.trunc(values).astype(dtype)
+    t = Tensor._constant(values, backend)
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
@@ -201,5 +217,35 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
 
 def is_tensor(obj):
     return isinstance(obj, Tensor)
+
+
+# --- Tensor.new_*: a new tensor with this one's dtype and device unless told otherwise ----------
+def _new(fn):
+    def new(self, *size, dtype=None, device=None, requires_grad=False):
+        return fn(*size, dtype=dtype or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
+    new.__name__ = f"new_{fn.__name__}"
+    new.__doc__ = f"`{fn.__name__}(*size)` with this tensor's dtype and device by default."
+    return tensor_method(new)
+
+
+new_zeros = _new(zeros)
+new_ones = _new(ones)
+new_empty = _new(empty)
+
+
+@tensor_method
+def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+    """`full(size, fill_value)` with this tensor's dtype and device by default."""
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                requires_grad=requires_grad)
+
+
+@tensor_method
+def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    """`tensor(data)` (a copy) with this tensor's dtype and device by default, as in PyTorch:
+    `x.new_tensor([1, 2])` on a float32 x is float32."""
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
 
 

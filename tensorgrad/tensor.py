@@ -4,13 +4,10 @@ Methods are thin: each forwards to a function in `tensorgrad.ops`, where the pri
 gradient live. Creation functions (`tensor`, `zeros`, `randn` ...) are in creation.py.
 """
 from . import backend as _backends
-
-# How far up PyTorch's type ladder a dtype kind is: an in-place op may not climb it
-# (an int tensor cannot take a float result), only stay or go down.
-_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+from .inplace import InPlaceMethods
 
 
-class Tensor:
+class Tensor(InPlaceMethods):
     __slots__ = ("data", "grad", "requires_grad", "_node", "_backend", "_version", "__weakref__")
     # NumPy arrays and scalars on the left of an operator defer to our reflected methods.
     __array_priority__ = 1000
@@ -61,7 +58,12 @@ class Tensor:
 
     @property
     def device(self):
-        return self._backend.device
+        name = self._backend.device
+        return _DEVICES.get(name) or device(name)
+
+    @property
+    def is_cuda(self):
+        return self._backend.device.startswith("cuda")
 
     @property
     def is_leaf(self):
@@ -128,6 +130,25 @@ class Tensor:
     def __hash__(self):
         return id(self)
 
+    def __format__(self, spec):
+        """f"{loss:.4f}" formats a 0-d tensor's number; other tensors take only an empty spec
+        (their str), as in PyTorch."""
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
+    def as_subclass(self, cls):
+        """This tensor as an instance of `cls`, a subclass of Tensor (how Parameter is made):
+        the same memory and version counter and the same place in the graph (a tensor that
+        requires grad is reached through an alias node, as in PyTorch)."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"as_subclass: expected a subclass of tensorgrad.Tensor, got {cls!r}")
+        source = self
+        if self.requires_grad and _autograd.is_grad_enabled():
+            source = _ops.shape._reshape(self, shape=self.shape)  # the alias node
+        return cls._wrap(source.data, source._backend, source.requires_grad, source._node,
+                         source._version)
+
     def detach(self):
         """The same data, cut from the graph (shares memory and the version counter)."""
         return Tensor._wrap(self.data, self._backend, False, None, self._version)
@@ -141,8 +162,10 @@ class Tensor:
         self.requires_grad = requires_grad
         return self
 
-    def to(self, *args, dtype=None, device=None):
-        """`to("cuda")`, `to(float64)`, `to("cpu", float32)`: a differentiable move or cast."""
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
+        """`to("cuda")`, `to(float64)`, `to("cpu", float32)`, `to(other)`: a differentiable move
+        or cast; self itself when nothing changes, unless copy=True. non_blocking is accepted
+        for PyTorch code and has no effect (transfers here are synchronous)."""
         for arg in args:
             if isinstance(arg, str) and (arg == "cpu" or arg.startswith("cuda")):
                 device = arg
@@ -156,7 +179,25 @@ class Tensor:
         dtype = _backends.as_dtype(dtype)
         if dtype is not None and dtype != out.dtype:
             out = _ops.cast(out, dtype)
-        return out
+        return _ops.clone(out) if copy and out is self else out
+
+    def type(self, dtype=None, non_blocking=False):
+        """With no argument, the type's name as PyTorch spells it with `tensorgrad` for `torch`:
+        'tensorgrad.FloatTensor', 'tensorgrad.cuda.LongTensor'. With a dtype, or a name of
+        that form ('torch.DoubleTensor' too), the tensor cast (and moved, for a cuda name)."""
+        if dtype is None:
+            where = "cuda." if self.is_cuda else ""
+            return f"tensorgrad.{where}{_TYPE_NAMES.get(self.dtype, str(self.dtype))}Tensor"
+        if not isinstance(dtype, str) or not dtype.endswith("Tensor"):
+            return self.to(dtype)
+        package, _, name = dtype[:-len("Tensor")].rpartition(".")
+        by_name = {v: k for k, v in _TYPE_NAMES.items()}
+        if package not in ("torch", "tensorgrad", "torch.cuda", "tensorgrad.cuda") \
+                or name not in by_name:
+            raise ValueError(f"type(): unknown tensor type {dtype!r}; expected a dtype or a name "
+                             f"such as 'tensorgrad.FloatTensor'")
+        moved = self.cuda() if package.endswith("cuda") else self.cpu()
+        return moved.to(by_name[name])
 
     def cpu(self):
         return self.to("cpu")
@@ -200,166 +241,6 @@ class Tensor:
         so the gradients can be differentiated again.
         """
         _autograd.backward(self, gradient, retain_graph, create_graph)
-
-    # --- in-place updates (optimizers, init, masking) --------------------------------------
-    def _inplace(self, op_name):
-        """Check that `op_name` may write into this tensor's memory, then bump its version (so
-        backward catches a saved tensor that changed after it was saved)."""
-        if self.requires_grad and _autograd.is_grad_enabled():
-            if self._node is None:
-                raise RuntimeError(f"{op_name}: a leaf Variable that requires grad is being used "
-                                   "in an in-place operation. Wrap the update in no_grad(), as "
-                                   "an optimizer step does")
-            # Autograd records no writes into memory: going on would silently give wrong gradients.
-            raise RuntimeError(f"{op_name}: in-place update of a tensor made by "
-                               f"'{self._node.prim.name}' that requires grad; autograd does not "
-                               "record in-place ops, use an out-of-place op (where, masked_fill, "
-                               "cat) instead")
-        data = self.data
-        if data.size > 1 and 0 in data.strides and any(
-                stride == 0 and n > 1 for stride, n in zip(data.strides, data.shape)):
-            raise RuntimeError(f"{op_name}: unsupported operation: more than one element of the "
-                               "written-to tensor refers to a single memory location. Please "
-                               "clone() the tensor before performing the operation.")
-        self._version[0] += 1
-
-    def _operand(self, value):
-        if isinstance(value, Tensor):
-            if value._backend is not self._backend:
-                raise RuntimeError(f"in-place update of a {self.device} tensor with a "
-                                   f"{value.device} tensor")
-            return value.data
-        return value
-
-    def _update(self, op_name, op, other, ufunc=None, **attrs):
-        """`self <- op(self, other, **attrs)` with PyTorch's meaning of an in-place op (add_, +=).
-
-        Outside the graph (no_grad, or nothing involved requires grad) the result is written
-        into this tensor's memory: views see it and the version counter moves. A leaf that
-        requires grad raises PyTorch's error. On a tensor inside the graph, autograd records no
-        writes into memory, so this Tensor object takes the out-of-place result instead (its
-        data and grad_fn): every reference to it sees PyTorch's value and gradient, but views
-        taken of it before keep the old values. ufunc: a backend function that writes the
-        result in place directly (`xp.add`, with add's `alpha` applied to the operand first),
-        the fast path optimizer steps take.
-        """
-        if _autograd.is_grad_enabled() and (self.requires_grad or getattr(other, "requires_grad",
-                                                                          False)):
-            if self._node is None and self.requires_grad:
-                self._inplace(op_name)  # raises PyTorch's leaf error
-            alias = Tensor._wrap(self.data, self._backend, self.requires_grad, self._node,
-                                 self._version)
-            out = self._result(op_name, op(alias, other, **attrs))
-            self.data, self._node, self.requires_grad = out.data, out._node, out.requires_grad
-            # Nodes that saved this Tensor would now read the new data: a new, higher version
-            # makes their backward fail clearly. The old data keeps the old counter (and views).
-            self._version = [self._version[0] + 1]
-            return self
-        self._inplace(op_name)
-        if ufunc is not None:
-            operand = self._operand(other)
-            if attrs.get("alpha", 1) != 1:
-                operand = operand * attrs["alpha"]  # add_'s scale, on the array: no op dispatch
-            try:
-                ufunc(self.data, operand, out=self.data, casting="same_kind")
-                return self
-            except (TypeError, ValueError):
-                pass  # a dtype or shape the result cannot take: the op below says which
-        with _autograd.no_grad():
-            self.data[...] = self._result(op_name, op(self, other, **attrs)).data
-        return self
-
-    def _result(self, op_name, out):
-        """An in-place op's out-of-place result, checked against this tensor as PyTorch does
-        (the broadcast shape must be this shape, the dtype must not go up a kind) and cast."""
-        if out.shape != self.shape:
-            raise RuntimeError(f"{op_name}: output with shape {list(self.shape)} doesn't match "
-                               f"the broadcast shape {list(out.shape)}")
-        if out.dtype != self.dtype:
-            if _KIND_RANK[out.dtype.kind] > _KIND_RANK[self.dtype.kind]:
-                raise RuntimeError(f"{op_name}: result type {out.dtype} can't be cast to the "
-                                   f"desired output type {self.dtype}")
-            out = _ops.cast(out, self.dtype)
-        return out
-
-    def copy_(self, src):
-        self._inplace("copy_")
-        src = self._operand(src)
-        self.data[...] = src
-        return self
-
-    def zero_(self):
-        return self.fill_(0)
-
-    def fill_(self, value):
-        self._inplace("fill_")
-        self.data[...] = self._operand(value)
-        return self
-
-    def masked_fill_(self, mask, value):
-        """Write `value` where the bool `mask` (broadcast to this shape) is True."""
-        return self._update("masked_fill_", lambda x, v: _ops.masked_fill(x, mask, v), value)
-
-    def add_(self, other, alpha=1):
-        return self._update("add_", _ops.add, other, self._backend.add, alpha=alpha)
-
-    def sub_(self, other, alpha=1):
-        return self.add_(other, alpha=-alpha)
-
-    def mul_(self, other):
-        return self._update("mul_", _ops.mul, other, self._backend.multiply)
-
-    def div_(self, other, rounding_mode=None):
-        """In-place `div` (true division, or rounding_mode "trunc" / "floor")."""
-        if rounding_mode is not None:
-            return self._update("div_", _ops.div, other, rounding_mode=rounding_mode)
-        return self._update("div_", _ops.div, other, self._backend.divide)
-
-    def pow_(self, exponent):
-        return self._update("pow_", _ops.pow, exponent, self._backend.power)
-
-    def clamp_(self, min=None, max=None):
-        self._inplace("clamp_")
-        self._backend.clip(self.data, min, max, out=self.data)
-        return self
-
-    def normal_(self, mean=0.0, std=1.0):
-        self._inplace("normal_")
-        sample = self._backend.random_normal(self.data.shape, self.dtype)
-        sample *= std
-        sample += mean
-        self.data[...] = sample
-        return self
-
-    def uniform_(self, a=0.0, b=1.0):
-        self._inplace("uniform_")
-        sample = self._backend.random_uniform(self.data.shape, self.dtype)
-        sample *= b - a
-        sample += a
-        self.data[...] = sample
-        return self
-
-    def __setitem__(self, index, value):
-        self._inplace("__setitem__")
-        self.data[_ops.array_index(index, self)] = self._operand(value)
-
-    # The augmented operators are the in-place ops (`p -= lr * p.grad` updates p), as in
-    # PyTorch; those of the integer ops (//=, %=, &=, |=, ^=, <<=, >>=) are declared with their
-    # ops in ops/division.py and ops/bitwise.py.
-    def __iadd__(self, other):
-        return self.add_(other)
-
-    def __isub__(self, other):
-        return self.sub_(other)
-
-    def __imul__(self, other):
-        return self.mul_(other)
-
-    def __itruediv__(self, other):
-        return self.div_(other)
-
-    def __ipow__(self, other):
-        return self.pow_(other)
 
     # --- operators -----------------------------------------------------------------------------
     def __add__(self, other):
@@ -449,6 +330,46 @@ class Tensor:
         elif self.requires_grad:
             extras.append("requires_grad=True")
         return "tensor(" + ", ".join([body] + extras) + ")"
+
+
+class device(str):
+    """A device, as torch.device: `device("cuda")`, `device("cuda", 1)`, `x.device.type`,
+    `x.device.index`. It is the normalised device string itself ('cpu', 'cuda:0'), so it
+    compares equal to the strings used everywhere. A deliberate difference: `device("cuda")` is
+    cuda:0 here (index 0), where PyTorch leaves the index None (the current device)."""
+
+    __slots__ = ()
+
+    def __new__(cls, type, index=None):
+        if index is not None:
+            if ":" in str(type):
+                raise ValueError(f"device: type {type!r} already names an index")
+            type = f"{type}:{index}"
+        return super().__new__(cls, _backends.normalize_device(type))
+
+    @property
+    def type(self):
+        return self.partition(":")[0]
+
+    @property
+    def index(self):
+        _, _, index = self.partition(":")
+        return int(index) if index else None
+
+    def __repr__(self):
+        index = "" if self.index is None else f", index={self.index}"
+        return f"device(type='{self.type}'{index})"
+
+    def __reduce__(self):
+        return device, (str(self),)
+
+
+_DEVICES = {name: device(name) for name in ("cpu", "cuda:0")}  # Tensor.device, without a new one
+_TYPE_NAMES = {  # PyTorch's legacy type names (x.type())
+    _backends.float32: "Float", _backends.float64: "Double", _backends.float16: "Half",
+    _backends.int64: "Long", _backends.int32: "Int", _backends.int16: "Short",
+    _backends.int8: "Char", _backends.uint8: "Byte", _backends.bool_: "Bool",
+}
 
 
 def tensor_method(fn, name=None):
