@@ -4,7 +4,10 @@
     x = tg.randn(3, 4, requires_grad=True)
     (x.tanh() ** 2).sum().backward()
     x.grad                      # d/dx of the sum, shape (3, 4)
+    model = tg.nn.Linear(4, 2)  # tg.nn, tg.optim and tg.models load on first use
 """
+import importlib as _importlib
+
 from .autograd import (  # noqa: F401
     PRIMITIVES, current_scope, detect_anomaly, enable_grad, grad, is_grad_enabled, no_grad,
     primitive, scope, set_grad_enabled,
@@ -30,3 +33,16 @@ float, double, half = float32, float64, float16  # noqa: A001
 int, long = int32, int64  # noqa: A001
 
 __version__ = "0.1.0"
+
+# The layers above tensorgrad, reachable as torch.nn is after `import torch`. They load on first
+# use: importing them here would turn the layering upside down (nn imports tensorgrad).
+_LAYERS_ABOVE = {"nn": "tensorgrad.nn", "optim": "tensorgrad.nn.optim",
+                 "models": "tensorgrad.models"}
+
+
+def __getattr__(name):
+    if name in _LAYERS_ABOVE:
+        module = _importlib.import_module(_LAYERS_ABOVE[name])
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'tensorgrad' has no attribute {name!r}")
