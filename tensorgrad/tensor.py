@@ -1,7 +1,8 @@
 """Tensor: one backend array plus what autograd needs (requires_grad, grad, the node that made it).
 
 Methods are thin: each forwards to a function in `tensorgrad.ops`, where the primitive and its
-gradient live. Creation functions (`tensor`, `zeros`, `randn` ...) are in creation.py.
+gradient live. The in-place methods (`add_`, `+=`, `set_` ...) and what in place means next to
+autograd are in inplace.py; creation functions (`tensor`, `zeros`, `randn` ...) in creation.py.
 """
 from . import backend as _backends
 from .inplace import InPlaceMethods
