@@ -107,3 +107,16 @@ def test_floats_are_refused():
     with pytest.raises(RuntimeError, match="bitwise_or_: result type int64 can't be cast to "
                                            "the desired output type bool"):
         tg.tensor([True]).bitwise_or_(2)
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.tensor(5) << 2, lambda lib: ~lib.tensor(5),
+    lambda lib: lib.tensor(True) ^ lib.tensor([True, False]),
+    lambda lib: lib.zeros(0, dtype=lib.int32) & 1,
+    lambda lib: lib.zeros(2, 0, dtype=lib.int64) >> 1,
+    lambda lib: lib.tensor([[6]]) | lib.tensor([1, 2, 3]),
+], ids=["0d-shift", "0d-invert", "0d-bool", "empty", "empty-2d", "size-1"])
+def test_0d_empty_and_size_1_shapes(make):
+    ours, theirs = make(tg), make(torch)
+    assert ours.shape == tuple(theirs.shape)
+    _same(ours, theirs)

@@ -116,3 +116,18 @@ def test_bad_arguments_are_clear_errors():
     with pytest.raises(RuntimeError, match="div_: result type float32 can't be cast to the "
                                            "desired output type int64"):
         tg.tensor([4, 6]).div_(4)
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.tensor(-7) // 2,
+    lambda lib: lib.div(lib.tensor(-7), lib.tensor(2), rounding_mode="trunc"),
+    lambda lib: lib.tensor(-7) % lib.tensor([3, -3]),
+    lambda lib: lib.fmod(lib.tensor(-7.5), 2),
+    lambda lib: lib.zeros(0, dtype=lib.int64) % 3,
+    lambda lib: lib.zeros(2, 0) // 2.0,
+    lambda lib: lib.ones(1, 3) / lib.ones(2, 1),
+], ids=["0d-floordiv", "0d-trunc", "0d-by-1d", "0d-fmod", "empty-mod", "empty-2d", "size-1"])
+def test_0d_empty_and_size_1_shapes(make):
+    ours, theirs = make(tg), make(torch)
+    assert ours.shape == tuple(theirs.shape)
+    _same(ours, theirs)
