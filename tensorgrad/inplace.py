@@ -101,9 +101,13 @@ class InPlaceMethods:
         return out
 
     def copy_(self, src):
+        """Copy `src` (broadcast to this shape, cast to this dtype) into this tensor. A source
+        that requires grad, in grad mode, makes this tensor a copy of it in the graph."""
+        if getattr(src, "requires_grad", False) and _autograd.is_grad_enabled() \
+                and self.dtype.kind in "fc":
+            return self._update("copy_", _copy_of, src)
         self._inplace("copy_")
-        src = self._operand(src)
-        self.data[...] = src
+        self.data[...] = self._operand(src)
         return self
 
     def set_(self, source):
@@ -194,6 +198,11 @@ class InPlaceMethods:
 
     def __ipow__(self, other):
         return self.pow_(other)
+
+
+def _copy_of(x, src):
+    """src as a fresh tensor of x's shape and dtype: copy_'s result when it joins the graph."""
+    return _tensor._ops.clone(src.expand(x.shape)).to(x.dtype)
 
 
 # Both import this module while it loads; their attributes are read at call time.

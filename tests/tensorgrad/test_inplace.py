@@ -93,6 +93,23 @@ def test_a_plain_tensor_updated_with_one_that_requires_grad_joins_the_graph():
     assert total.requires_grad and w.grad.tolist() == [3.0, 3.0]
 
 
+def test_copy_from_a_tensor_that_requires_grad_keeps_the_gradient_like_torch():
+    def run(lib):
+        w = lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64, requires_grad=True)
+        buf = lib.zeros(2, 3)  # float32: the copy casts, and the gradient casts back
+        buf.copy_(w * 2.0)
+        (buf * lib.tensor([[1.0], [-1.0]])).sum().backward()
+        return buf, w.grad
+
+    (buf, grad), (tbuf, tgrad) = run(tg), run(torch)
+    assert buf.requires_grad and buf.dtype == tg.float32
+    np.testing.assert_array_equal(np.asarray(buf.detach()), tbuf.detach().numpy())
+    np.testing.assert_array_equal(np.asarray(grad), tgrad.numpy())
+    with tg.no_grad():
+        plain = tg.zeros(3).copy_(tg.ones(3, requires_grad=True))
+    assert not plain.requires_grad and plain.tolist() == [1.0, 1.0, 1.0]
+
+
 def test_inside_the_graph_earlier_uses_are_checked_and_views_keep_the_old_values():
     x = tg.ones(3, requires_grad=True)
     y = x * 2.0
