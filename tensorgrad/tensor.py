@@ -146,7 +146,7 @@ class Tensor(InPlaceMethods):
             raise TypeError(f"as_subclass: expected a subclass of tensorgrad.Tensor, got {cls!r}")
         source = self
         if self.requires_grad and _autograd.is_grad_enabled():
-            source = _ops.shape._reshape(self, shape=self.shape)  # the alias node
+            source = _autograd.PRIMITIVES["reshape"](self, shape=self.shape)  # the alias node
         return cls._wrap(source.data, source._backend, source.requires_grad, source._node,
                          source._version)
 
