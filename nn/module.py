@@ -25,7 +25,7 @@ class Parameter(Tensor):
             data = tg.empty(0)
         elif not isinstance(data, Tensor):
             data = tg.tensor(data)
-        param = cls._wrap(data.data, data._backend, False, None, data._version)
+        param = data.detach().as_subclass(cls)  # shares data's memory and version counter
         return param.requires_grad_(True) if requires_grad else param
 
     def __init__(self, data=None, requires_grad=True):
@@ -259,11 +259,13 @@ class Module:
         fn(self)
         return self
 
-    def to(self, *args, device=None, dtype=None):
+    def to(self, *args, device=None, dtype=None, non_blocking=False):
         """Move parameters, their gradients and buffers in place: `to("cuda")`, `to(tg.float64)`.
 
-        Parameters keep their identity, so an optimizer built before the move still holds them.
+        Parameters keep their identity (`Tensor.set_`; their versions bump), so an optimizer
+        built before the move still holds them, and its state follows them at the next step.
         dtype casts apply to floating point tensors only (integer buffers keep their dtype).
+        non_blocking is accepted for PyTorch code and has no effect.
         """
         for arg in args:
             if isinstance(arg, str):
@@ -281,7 +283,9 @@ class Module:
                 if p is None:
                     continue
                 moved = convert(p)
-                p.data, p._backend = moved.data, moved._backend
+                if moved.data is not p.data:  # an unchanged parameter keeps its version
+                    with tg.no_grad():
+                        p.set_(moved)
                 if p.grad is not None:
                     p.grad = convert(p.grad)
             for name, b in module._buffers.items():

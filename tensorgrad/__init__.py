@@ -4,7 +4,10 @@
     x = tg.randn(3, 4, requires_grad=True)
     (x.tanh() ** 2).sum().backward()
     x.grad                      # d/dx of the sum, shape (3, 4)
+    model = tg.nn.Linear(4, 2)  # tg.nn, tg.optim and tg.models load on first use
 """
+import importlib as _importlib
+
 from .autograd import (  # noqa: F401
     PRIMITIVES, current_scope, detect_anomaly, enable_grad, grad, is_grad_enabled, no_grad,
     primitive, scope, set_grad_enabled,
@@ -18,8 +21,9 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 from . import viz  # noqa: F401  (graph pictures; graphviz is imported only when drawing)
 from .ops import *  # noqa: F401,F403
 from .ops import abs, all, any, max, min, pow, round, sum  # noqa: F401  (shadow builtins on purpose)
-from .tensor import (  # noqa: F401
-    Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, is_tensor,
+from .tensor import Tensor, device  # noqa: F401
+from .creation import (  # noqa: F401
+    arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, is_tensor,
     linspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
     zeros_like,
 )
@@ -31,3 +35,16 @@ float, double, half = float32, float64, float16  # noqa: A001
 int, long = int32, int64  # noqa: A001
 
 __version__ = "0.1.0"
+
+# The layers above tensorgrad, reachable as torch.nn is after `import torch`. They load on first
+# use: importing them here would turn the layering upside down (nn imports tensorgrad).
+_LAYERS_ABOVE = {"nn": "tensorgrad.nn", "optim": "tensorgrad.nn.optim",
+                 "models": "tensorgrad.models"}
+
+
+def __getattr__(name):
+    if name in _LAYERS_ABOVE:
+        module = _importlib.import_module(_LAYERS_ABOVE[name])
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'tensorgrad' has no attribute {name!r}")

@@ -501,7 +501,7 @@ def _default_grad(tensor, gradient, what):
                                "gradient=Tensor of that shape")
         return Tensor._constant(tensor._backend.ones_like(tensor.data), tensor._backend)
     if not isinstance(gradient, Tensor):
-        from .tensor import tensor as make_tensor
+        from .creation import tensor as make_tensor
         gradient = make_tensor(gradient, dtype=tensor.dtype, device=tensor.device)
     if gradient.shape != tensor.shape:
         raise RuntimeError(f"{what}: gradient has shape {gradient.shape} but the output has shape "

@@ -1,19 +1,20 @@
 """Tensor: one backend array plus what autograd needs (requires_grad, grad, the node that made it).
 
 Methods are thin: each forwards to a function in `tensorgrad.ops`, where the primitive and its
-gradient live. Creation functions (`tensor`, `zeros`, `randn` ...) are at the bottom.
+gradient live. The in-place methods (`add_`, `+=`, `set_` ...) and what in place means next to
+autograd are in inplace.py; creation functions (`tensor`, `zeros`, `randn` ...) in creation.py.
 """
 from . import backend as _backends
-from .generator import rng_for
+from .inplace import InPlaceMethods
 
 
-class Tensor:
+class Tensor(InPlaceMethods):
     __slots__ = ("data", "grad", "requires_grad", "_node", "_backend", "_version", "__weakref__")
     # NumPy arrays and scalars on the left of an operator defer to our reflected methods.
     __array_priority__ = 1000
 
     def __init__(self, data, dtype=None, device=None, requires_grad=False):
-        made = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        made = _creation.tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
         self.data, self._backend = made.data, made._backend
         self.grad, self.requires_grad, self._node, self._version = None, requires_grad, None, [0]
 
@@ -58,7 +59,12 @@ class Tensor:
 
     @property
     def device(self):
-        return self._backend.device
+        name = self._backend.device
+        return _DEVICES.get(name) or device(name)
+
+    @property
+    def is_cuda(self):
+        return self._backend.device.startswith("cuda")
 
     @property
     def is_leaf(self):
@@ -125,6 +131,25 @@ class Tensor:
     def __hash__(self):
         return id(self)
 
+    def __format__(self, spec):
+        """f"{loss:.4f}" formats a 0-d tensor's number; other tensors take only an empty spec
+        (their str), as in PyTorch."""
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
+    def as_subclass(self, cls):
+        """This tensor as an instance of `cls`, a subclass of Tensor (how Parameter is made):
+        the same memory and version counter and the same place in the graph (a tensor that
+        requires grad is reached through an alias node, as in PyTorch)."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"as_subclass: expected a subclass of tensorgrad.Tensor, got {cls!r}")
+        source = self
+        if self.requires_grad and _autograd.is_grad_enabled():
+            source = _autograd.PRIMITIVES["reshape"](self, shape=self.shape)  # the alias node
+        return cls._wrap(source.data, source._backend, source.requires_grad, source._node,
+                         source._version)
+
     def detach(self):
         """The same data, cut from the graph (shares memory and the version counter)."""
         return Tensor._wrap(self.data, self._backend, False, None, self._version)
@@ -138,8 +163,10 @@ class Tensor:
         self.requires_grad = requires_grad
         return self
 
-    def to(self, *args, dtype=None, device=None):
-        """`to("cuda")`, `to(float64)`, `to("cpu", float32)`: a differentiable move or cast."""
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
+        """`to("cuda")`, `to(float64)`, `to("cpu", float32)`, `to(other)`: a differentiable move
+        or cast; self itself when nothing changes, unless copy=True. non_blocking is accepted
+        for PyTorch code and has no effect (transfers here are synchronous)."""
         for arg in args:
             if isinstance(arg, str) and (arg == "cpu" or arg.startswith("cuda")):
                 device = arg
@@ -153,7 +180,25 @@ class Tensor:
         dtype = _backends.as_dtype(dtype)
         if dtype is not None and dtype != out.dtype:
             out = _ops.cast(out, dtype)
-        return out
+        return _ops.clone(out) if copy and out is self else out
+
+    def type(self, dtype=None, non_blocking=False):
+        """With no argument, the type's name as PyTorch spells it with `tensorgrad` for `torch`:
+        'tensorgrad.FloatTensor', 'tensorgrad.cuda.LongTensor'. With a dtype, or a name of
+        that form ('torch.DoubleTensor' too), the tensor cast (and moved, for a cuda name)."""
+        if dtype is None:
+            where = "cuda." if self.is_cuda else ""
+            return f"tensorgrad.{where}{_TYPE_NAMES.get(self.dtype, str(self.dtype))}Tensor"
+        if not isinstance(dtype, str) or not dtype.endswith("Tensor"):
+            return self.to(dtype)
+        package, _, name = dtype[:-len("Tensor")].rpartition(".")
+        by_name = {v: k for k, v in _TYPE_NAMES.items()}
+        if package not in ("torch", "tensorgrad", "torch.cuda", "tensorgrad.cuda") \
+                or name not in by_name:
+            raise ValueError(f"type(): unknown tensor type {dtype!r}; expected a dtype or a name "
+                             f"such as 'tensorgrad.FloatTensor'")
+        moved = self.cuda() if package.endswith("cuda") else self.cpu()
+        return moved.to(by_name[name])
 
     def cpu(self):
         return self.to("cpu")
@@ -197,103 +242,6 @@ class Tensor:
         so the gradients can be differentiated again.
         """
         _autograd.backward(self, gradient, retain_graph, create_graph)
-
-    # --- in-place updates (optimizers, init, masking) --------------------------------------
-    def _inplace(self, op_name):
-        if self.requires_grad and _autograd.is_grad_enabled():
-            if self._node is None:
-                raise RuntimeError(f"{op_name}: a leaf tensor that requires grad is being modified "
-                                   "in place while grad mode is on; wrap the update in no_grad()")
-            # Autograd records no in-place ops: going on would silently give wrong gradients.
-            raise RuntimeError(f"{op_name}: in-place update of a tensor made by "
-                               f"'{self._node.prim.name}' that requires grad; autograd does not "
-                               "record in-place ops, use an out-of-place op (where, masked_fill, "
-                               "cat) instead")
-        self._version[0] += 1
-
-    def _operand(self, value):
-        if isinstance(value, Tensor):
-            if value._backend is not self._backend:
-                raise RuntimeError(f"in-place update of a {self.device} tensor with a "
-                                   f"{value.device} tensor")
-            return value.data
-        return value
-
-    def copy_(self, src):
-        self._inplace("copy_")
-        src = self._operand(src)
-        self.data[...] = src
-        return self
-
-    def zero_(self):
-        return self.fill_(0)
-
-    def fill_(self, value):
-        self._inplace("fill_")
-        self.data[...] = self._operand(value)
-        return self
-
-    def add_(self, other, alpha=1):
-        self._inplace("add_")
-        other = self._operand(other)
-        if alpha != 1:
-            other = other * alpha
-        self._backend.add(self.data, other, out=self.data, casting="unsafe")
-        return self
-
-    def sub_(self, other, alpha=1):
-        return self.add_(other, alpha=-alpha)
-
-    def mul_(self, other):
-        self._inplace("mul_")
-        self._backend.multiply(self.data, self._operand(other), out=self.data, casting="unsafe")
-        return self
-
-    def div_(self, other):
-        self._inplace("div_")
-        self._backend.divide(self.data, self._operand(other), out=self.data, casting="unsafe")
-        return self
-
-    def clamp_(self, min=None, max=None):
-        self._inplace("clamp_")
-        self._backend.clip(self.data, min, max, out=self.data)
-        return self
-
-    def normal_(self, mean=0.0, std=1.0):
-        self._inplace("normal_")
-        sample = self._backend.random_normal(self.data.shape, self.dtype)
-        sample *= std
-        sample += mean
-        self.data[...] = sample
-        return self
-
-    def uniform_(self, a=0.0, b=1.0):
-        self._inplace("uniform_")
-        sample = self._backend.random_uniform(self.data.shape, self.dtype)
-        sample *= b - a
-        sample += a
-        self.data[...] = sample
-        return self
-
-    def __setitem__(self, index, value):
-        self._inplace("__setitem__")
-        self.data[_ops.array_index(index, self)] = self._operand(value)
-
-    def __iadd__(self, other):
-        return self.add_(other) if not self.requires_grad or not _autograd.is_grad_enabled() \
-            else self + other
-
-    def __isub__(self, other):
-        return self.sub_(other) if not self.requires_grad or not _autograd.is_grad_enabled() \
-            else self - other
-
-    def __imul__(self, other):
-        return self.mul_(other) if not self.requires_grad or not _autograd.is_grad_enabled() \
-            else self * other
-
-    def __itruediv__(self, other):
-        return self.div_(other) if not self.requires_grad or not _autograd.is_grad_enabled() \
-            else self / other
 
     # --- operators -----------------------------------------------------------------------------
     def __add__(self, other):
@@ -362,14 +310,8 @@ class Tensor:
     def __ge__(self, other):
         return _ops.ge(self, other)
 
-    def __invert__(self):
-        return _ops.logical_not(self)
-
-    def __and__(self, other):
-        return _ops.logical_and(self, other)
-
-    def __or__(self, other):
-        return _ops.logical_or(self, other)
+    # & | ^ ~ << >> // % (reflected and augmented too) are declared by their ops with
+    # `tensor_operator`, in ops/bitwise.py and ops/division.py.
 
     def where(self, condition, other):
         """`self` where condition holds, else `other` (torch.Tensor.where)."""
@@ -391,6 +333,46 @@ class Tensor:
         return "tensor(" + ", ".join([body] + extras) + ")"
 
 
+class device(str):
+    """A device, as torch.device: `device("cuda")`, `device("cuda", 1)`, `x.device.type`,
+    `x.device.index`. It is the normalised device string itself ('cpu', 'cuda:0'), so it
+    compares equal to the strings used everywhere. A deliberate difference: `device("cuda")` is
+    cuda:0 here (index 0), where PyTorch leaves the index None (the current device)."""
+
+    __slots__ = ()
+
+    def __new__(cls, type, index=None):
+        if index is not None:
+            if ":" in str(type):
+                raise ValueError(f"device: type {type!r} already names an index")
+            type = f"{type}:{index}"
+        return super().__new__(cls, _backends.normalize_device(type))
+
+    @property
+    def type(self):
+        return self.partition(":")[0]
+
+    @property
+    def index(self):
+        _, _, index = self.partition(":")
+        return int(index) if index else None
+
+    def __repr__(self):
+        index = "" if self.index is None else f", index={self.index}"
+        return f"device(type='{self.type}'{index})"
+
+    def __reduce__(self):
+        return device, (str(self),)
+
+
+_DEVICES = {name: device(name) for name in ("cpu", "cuda:0")}  # Tensor.device, without a new one
+_TYPE_NAMES = {  # PyTorch's legacy type names (x.type())
+    _backends.float32: "Float", _backends.float64: "Double", _backends.float16: "Half",
+    _backends.int64: "Long", _backends.int32: "Int", _backends.int16: "Short",
+    _backends.int8: "Char", _backends.uint8: "Byte", _backends.bool_: "Bool",
+}
+
+
 def tensor_method(fn, name=None):
     """Declare an op a Tensor method as well: `@tensor_method` over `def softmax(x, dim=-1)`
     makes `x.softmax(-1)` call that very function, so a method has no second implementation and
@@ -400,209 +382,27 @@ def tensor_method(fn, name=None):
     return fn
 
 
-# --------------------------------------------------------------------------------------------
-# Creation functions
-# --------------------------------------------------------------------------------------------
-def _infer_dtype(data):
-    """torch.tensor's rules: Python floats -> float32, ints -> int64, bools -> bool. None when
-    the data holds arrays, NumPy scalars or Tensors: the backend keeps their dtype."""
-    item = data
-    while isinstance(item, (list, tuple)):
-        if not item:
-            return _backends.float32
-        kinds = {_scalar_kind(x) for x in _flatten(item)}
-        if None in kinds:
-            return None
-        return (_backends.float32 if "f" in kinds else
-                _backends.int64 if "i" in kinds else _backends.bool_)
-    kind = _scalar_kind(item)
-    return {"f": _backends.float32, "i": _backends.int64, "b": _backends.bool_}.get(kind)
+def tensor_operator(op, dunder):
+    """Declare a binary op's operators: `tensor_operator(remainder, "mod")` makes `a % b`,
+    `2 % a` and `a %= b` call `remainder`, and adds the in-place method `remainder_` (what
+    `%=` runs; see `Tensor._update` for what in place means inside the graph)."""
+    def reflected(self, other):
+        return op(other, self)
 
+    def inplace(self, other):
+        return self._update(inplace.__name__, op, other)
 
-def _scalar_kind(x):
-    if isinstance(x, bool):
-        return "b"
-    if isinstance(x, int):
-        return "i"
-    if isinstance(x, float):
-        return "f"
-    if isinstance(x, Tensor):
-        return x.dtype.kind if x.dtype.kind != "u" else "i"
-    return None
-
-
-def _flatten(items):
-    for x in items:
-        if isinstance(x, (list, tuple)):
-            yield from _flatten(x)
-        else:
-            yield x
-
-
-def tensor(data, dtype=None, device=None, requires_grad=False):
-    """A new leaf tensor holding a copy of `data` (nested lists, numbers, arrays or a Tensor).
-
-    Python floats become float32 and ints int64, as in PyTorch; arrays keep their dtype.
-    """
-    dtype = _backends.as_dtype(dtype)
-    if isinstance(data, Tensor):
-        backend = _backends.get_backend(device if device is not None else data.device)
-        array = data.data if backend is data._backend else backend.from_host(
-            data._backend.to_host(data.data))
-        array = array.astype(dtype if dtype is not None else array.dtype, copy=True)
-    else:
-        backend = _backends.get_backend(device)
-        if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flatten(data)):
-            data = [_host_value(x) for x in data]
-        host_dtype = dtype if dtype is not None else _infer_dtype(data)
-        try:
-            array = backend.from_host(data) if host_dtype is None else backend.asarray(
-                backend.from_host(data), dtype=host_dtype)
-        except ValueError as exc:  # ragged nested lists
-            raise ValueError(f"tensor(): cannot make a tensor from this {type(data).__name__}: "
-                             f"{exc}") from None
-        if array is data:
-            array = array.copy()
-        if array.dtype.kind not in "biufc":
-            raise TypeError(f"tensor(): cannot make a tensor from {type(data).__name__} "
-                            f"holding {array.dtype} values; expected numbers or bools")
-    t = Tensor._constant(array, backend)
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
-
-
-def _host_value(x):
-    if isinstance(x, Tensor):
-        return x._backend.to_host(x.data)
-    if isinstance(x, (list, tuple)):
-        return [_host_value(v) for v in x]
-    return x
-
-
-def as_tensor(data, dtype=None, device=None):
-    """Like `tensor`, but returns `data` itself when it already fits."""
-    if isinstance(data, Tensor) and (dtype is None or data.dtype == _backends.as_dtype(dtype)) \
-            and (device is None or data.device == _backends.normalize_device(device)):
-        return data
-    return tensor(data, dtype=dtype, device=device)
-
-
-def from_numpy(array):
-    """A CPU tensor sharing memory with a NumPy array (dtype kept)."""
-    backend = _backends.get_backend("cpu")
-    return Tensor._constant(backend.asarray(array), backend)
-
-
-def _shape(size):
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = tuple(size[0])
-    for s in size:
-        if not isinstance(s, int) or s < 0:
-            raise ValueError(f"sizes must be non-negative integers, got {tuple(size)}")
-    return tuple(size)
-
-
-def _make(fill, size, dtype, device, requires_grad, default=_backends.float32):
-    backend = _backends.get_backend(device)
-    dtype = _backends.as_dtype(dtype) or default
-    t = Tensor._constant(fill(backend, _shape(size), dtype), backend)
-    return t.requires_grad_(True) if requires_grad else t
-
-
-def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return _make(lambda b, s, d: b.zeros(s, dtype=d), size, dtype, device, requires_grad)
-
-
-def ones(*size, dtype=None, device=None, requires_grad=False):
-    return _make(lambda b, s, d: b.ones(s, dtype=d), size, dtype, device, requires_grad)
-
-
-def empty(*size, dtype=None, device=None, requires_grad=False):
-    return _make(lambda b, s, d: b.empty(s, dtype=d), size, dtype, device, requires_grad)
-
-
-def full(size, fill_value, dtype=None, device=None, requires_grad=False):
-    default = _infer_dtype(fill_value) or _backends.float32
-    return _make(lambda b, s, d: b.full(s, fill_value, dtype=d), (tuple(size),), dtype, device,
-                 requires_grad, default)
-
-
-def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    """Standard normal samples from `generator`, else the device's seeded one (`manual_seed`)."""
-    return _make(lambda b, s, d: b.random_normal(s, d, rng_for(generator, b, "randn")), size,
-                 dtype, device, requires_grad)
-
-
-def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    """Uniform samples in [0, 1)."""
-    return _make(lambda b, s, d: b.random_uniform(s, d, rng_for(generator, b, "rand")), size,
-                 dtype, device, requires_grad)
-
-
-def randint(low, high=None, size=(), dtype=None, device=None, generator=None):
-    """Integers in [low, high) (or [0, low) when high is omitted), int64 by default."""
-    if high is None:
-        low, high = 0, low
-    return _make(lambda b, s, d: b.random_integers(low, high, s, d,
-                                                   rng_for(generator, b, "randint")),
-                 (tuple(size),), dtype, device, False, _backends.int64)
-
-
-def randperm(n, dtype=None, device=None, generator=None):
-    """A random permutation of 0 .. n-1 (int64 by default)."""
-    backend = _backends.get_backend(device)
-    keys = backend.random_uniform((n,), _backends.float32, rng_for(generator, backend, "randperm"))
-    perm = backend.argsort(keys).astype(_backends.as_dtype(dtype) or _backends.int64)
-    return Tensor._constant(perm, backend)
-
-
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
-    if end is None:
-        start, end = 0, start
-    default = (_backends.float32 if any(isinstance(v, float) for v in (start, end, step))
-               else _backends.int64)
-    backend = _backends.get_backend(device)
-    dtype = _backends.as_dtype(dtype) or default
-    t = Tensor._constant(backend.arange(start, end, step, dtype=dtype), backend)
-    return t.requires_grad_(True) if requires_grad else t
-
-
-def linspace(start, end, steps, dtype=None, device=None):
-    backend = _backends.get_backend(device)
-    dtype = _backends.as_dtype(dtype) or _backends.float32
-    return Tensor._constant(backend.linspace(start, end, steps, dtype=dtype), backend)
-
-
-def eye(n, m=None, dtype=None, device=None, requires_grad=False):
-    return _make(lambda b, s, d: b.eye(n, m, dtype=d), (), dtype, device, requires_grad)
-
-
-def _like(fn):
-    def like(input, dtype=None, device=None, requires_grad=False, **kwargs):
-        return fn(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
-                  requires_grad=requires_grad, **kwargs)
-    like.__name__ = fn.__name__ + "_like"
-    like.__doc__ = f"`{fn.__name__}` with the shape, dtype and device of `input`."
-    return like
-
-
-zeros_like = _like(zeros)
-ones_like = _like(ones)
-empty_like = _like(empty)
-randn_like = _like(randn)
-rand_like = _like(rand)
-
-
-def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
-    return full(input.shape, fill_value, dtype=dtype or input.dtype,
-                device=device or input.device, requires_grad=requires_grad)
-
-
-def is_tensor(obj):
-    return isinstance(obj, Tensor)
+    reflected.__name__ = f"__r{dunder}__"
+    inplace.__name__ = f"{op.__name__}_"
+    inplace.__doc__ = f"In-place `{op.__name__}`; the augmented operator (`__i{dunder}__`) runs it."
+    tensor_method(op, f"__{dunder}__")
+    tensor_method(reflected)
+    tensor_method(inplace)
+    tensor_method(inplace, f"__i{dunder}__")
+    return op
 
 
 from . import autograd as _autograd  # noqa: E402  (the engine needs Tensor defined first)
+from . import creation as _creation  # noqa: E402  (Tensor(data) is tensor(data))
 
 _ops = None  # tensorgrad.ops, bound by tensorgrad/ops/__init__.py once it has loaded (operators)

@@ -68,11 +68,21 @@ class Optimizer:
             for group in self.param_groups:
                 for p in group["params"]:
                     if p.grad is not None:
-                        self._update(p, p.grad, self.state.setdefault(p, {}), group)
+                        self._update(p, p.grad, self._state_of(p), group)
         return loss
 
     def _update(self, param, grad, state, group):
         raise NotImplementedError
+
+    def _state_of(self, param):
+        """param's state; tensors in it follow the parameter when it moved or was cast since
+        (Module.to() after a step): device, and dtype for floating point state."""
+        state = self.state.setdefault(param, {})
+        for key, value in state.items():
+            if isinstance(value, Tensor) and (value.device != param.device or (
+                    value.dtype.kind == "f" and value.dtype != param.dtype)):
+                state[key] = _copy_to(value, param)
+        return state
 
     # --- saving and resuming ---------------------------------------------------------------------
     def state_dict(self):

@@ -6,8 +6,10 @@ exported here are what users and Tensor methods call.
 from .attention import attention_weights, scaled_dot_product_attention  # noqa: F401
 from .activation import gelu, relu, sigmoid, silu  # noqa: F401
 from .arithmetic import (  # noqa: F401
-    add, div, divide, mul, multiply, neg, negative, pow, reciprocal, square, sub, subtract,
-    true_divide,
+    add, mul, multiply, neg, negative, pow, reciprocal, square, sub, subtract,
+)
+from .bitwise import (  # noqa: F401
+    bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift, bitwise_xor,
 )
 from .channel_norm import batch_norm, group_norm, instance_norm  # noqa: F401
 from .compare import (  # noqa: F401
@@ -15,6 +17,7 @@ from .compare import (  # noqa: F401
 )
 from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d  # noqa: F401
 from .convert import cast, clone, to_device  # noqa: F401
+from .division import div, divide, floor_divide, fmod, remainder, true_divide  # noqa: F401
 from .dropout import dropout  # noqa: F401
 from .loss import cross_entropy  # noqa: F401
 from .norm import layer_norm, rms_norm  # noqa: F401

@@ -1,4 +1,5 @@
-"""Arithmetic primitives: add, sub, mul, div, neg, pow, and the composites built on them.
+"""Arithmetic primitives: add, sub, mul, neg, pow, and the composites built on them (division
+and its rounding modes are in division.py).
 
 Each primitive is its forward on arrays followed by its VJP in tensorgrad ops. Broadcasting is
 not undone here: the engine sums every gradient back to its input's shape.
@@ -40,19 +41,6 @@ def _mul(xp, a, b):
 def _mul_vjp(ctx, g):
     a, b = ctx.inputs
     return (g * b if ctx.needs_grad[0] else None), (g * a if ctx.needs_grad[1] else None)
-
-
-@primitive("div", saves=(0, 1))
-def _div(xp, a, b):
-    return a / b
-
-
-@_div.defvjp
-def _div_vjp(ctx, g):
-    a, b = ctx.inputs
-    ga = g / b if ctx.needs_grad[0] else None
-    gb = -g * a / (b * b) if ctx.needs_grad[1] else None
-    return ga, gb
 
 
 @primitive("neg")
@@ -101,14 +89,6 @@ def mul(a, b):
 
 
 @tensor_method
-def div(a, b):
-    a, b = binary_operands(a, b)
-    if a.data.dtype.kind not in "fc":  # true division of integers gives floats, as in PyTorch
-        a, b = a.float(), b.float()
-    return _div(a, b)
-
-
-@tensor_method
 def neg(x):
     return _neg(x)
 
@@ -128,8 +108,6 @@ def reciprocal(x):
     return 1.0 / x
 
 
-true_divide = tensor_method(div, "true_divide")
-divide = tensor_method(div, "divide")
 multiply = tensor_method(mul, "multiply")
 subtract = tensor_method(sub, "subtract")
 negative = tensor_method(neg, "negative")

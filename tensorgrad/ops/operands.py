@@ -4,7 +4,8 @@ NumPy promotes float32 with int64 to float64 and Python floats can upcast intege
 does neither, and float32 must survive a whole training step, so binary ops pass through here.
 """
 from .. import backend as _backends
-from ..tensor import Tensor, tensor
+from ..creation import tensor
+from ..tensor import Tensor
 
 _SCALARS = (bool, int, float)
 

@@ -5,6 +5,7 @@ import pytest
 
 import tensorgrad as tg
 from tensorgrad import nn
+from tensorgrad.nn import optim
 
 
 class Block(nn.Module):
@@ -164,6 +165,60 @@ def test_to_casts_in_place_and_keeps_identity(device):
     assert out.dtype == tg.float64
     net.float()
     assert all(p.dtype == tg.float32 for p in net.parameters())
+
+
+@pytest.mark.parametrize("make_optimizer", [
+    lambda params: optim.AdamW(params, lr=0.05),
+    lambda params: optim.Adam(params, lr=0.05),
+    lambda params: optim.SGD(params, lr=0.1, momentum=0.9),
+], ids=["adamw", "adam", "sgd"])
+def test_a_model_moved_after_an_optimizer_step_keeps_training(make_optimizer, device):
+    x = tg.randn(64, 3)
+    y = x @ tg.tensor([[1.0], [-1.0], [2.0]]) + 0.5
+    net = nn.Linear(3, 1)
+    opt = make_optimizer(net.parameters())
+
+    def step(dtype):
+        opt.zero_grad()
+        loss = ((net(x.to(device, dtype)) - y.to(device, dtype)) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    first = step(tg.float32)  # creates the state (momentum, exp_avg ...) in float32 on cpu
+    net.to(device, tg.float64)
+    losses = [step(tg.float64) for _ in range(40)]
+    assert losses[-1] < 0.05 * first
+    for p in net.parameters():
+        assert p.dtype == tg.float64 and p.device == tg.device(device)
+        state = [v for v in opt.state[p].values() if isinstance(v, tg.Tensor)]
+        assert state and all(v.dtype == tg.float64 and v.device == p.device for v in state)
+
+
+def test_to_bumps_versions_so_a_graph_saved_before_refuses_backward():
+    net = nn.Linear(3, 2)
+    x = tg.randn(4, 3)
+    out = net(x)
+    net.double()
+    with pytest.raises(RuntimeError, match="modified in place"):
+        out.sum().backward()
+    out = net(x.double())
+    net.double()  # nothing changes: nothing bumps
+    out.sum().backward()
+    assert net.weight.grad.dtype == tg.float64
+
+
+def test_parameter_shares_memory_and_version_with_its_data():
+    data = tg.zeros(3)
+    p = nn.Parameter(data)
+    assert type(p) is nn.Parameter and p.requires_grad and p.is_leaf
+    data[0] = 5.0
+    assert p[0].item() == 5.0
+    y = p * 2.0
+    with tg.no_grad():
+        data.add_(1.0)  # a write through the other name is seen by the graph's check
+    with pytest.raises(RuntimeError, match="modified in place"):
+        (y * p).sum().backward()
 
 
 # --- state dict ----------------------------------------------------------------------------------

@@ -300,7 +300,8 @@ def test_inplace_change_through_a_view_or_detach_is_caught(device):
 
 def test_inplace_on_leaf_requiring_grad(device):
     p = tg.ones(3, device=device, requires_grad=True)
-    with pytest.raises(RuntimeError, match="add_: a leaf tensor that requires grad.*no_grad"):
+    with pytest.raises(RuntimeError, match="add_: a leaf Variable that requires grad is being used "
+                                           "in an in-place operation.*no_grad"):
         p.add_(1)
     with tg.no_grad():
         p.add_(1)  # an optimizer step

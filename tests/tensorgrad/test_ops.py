@@ -64,6 +64,7 @@ def seeded_dropout(x, p=0.5):
 SPREAD = [[-1.2, -0.3, 0.1], [0.7, 2.0, -0.8]]  # away from the clamp bounds used below
 ROUNDING = [[-1.26, -0.3, 0.12], [0.7, 2.33, -0.81]]  # away from integers, halves and tenths
 MASK = [[True, False, True], [False, False, True]]
+NUM, DEN = [[5.3, -5.3, 2.2], [-7.1, 0.8, 3.9]], [[2.0, 2.0, -1.5], [1.5, -0.3, 1.1]]
 INDEX_ADD = tg.PRIMITIVES["index_add"]  # only reached through a VJP otherwise
 
 CASES = [
@@ -78,6 +79,17 @@ CASES = [
     case("mul", seeded_dropout, (3, 4)),
     case("div", lambda a, b: a / b, (2, 3), positive(3)),
     case("div", lambda b: 2.0 / b, positive(2, 2)),
+    case("div", lambda a, b: a.div(b).true_divide(b), (2, 3), positive(2, 3)),
+    # rounded quotients (zero gradient) and remainders; quotients stay away from whole numbers
+    case("div_rounded", lambda a, b: tg.div(a, b, rounding_mode="floor"), leaf(NUM), leaf(DEN)),
+    case("div_rounded", lambda a, b: a.div(b, rounding_mode="trunc"), leaf(NUM), leaf(DEN[0])),
+    case("div_rounded", lambda a: a // 1.5, leaf(NUM)),
+    case("remainder", lambda a, b: a % b, leaf(NUM), leaf(DEN)),
+    case("remainder", lambda a, b: tg.remainder(a, b), leaf(NUM), leaf([2.0, -1.7, 0.9])),
+    case("remainder", lambda b: 7.3 % b, leaf(DEN)),
+    case("fmod", lambda a, b: a.fmod(b), leaf(NUM), leaf(DEN)),
+    case("fmod", lambda a, b: tg.fmod(a, b), leaf(NUM), leaf([2.0, -1.7, 0.9])),
+    case("fmod", lambda a: a.fmod(-1.5), leaf(NUM)),
     case("neg", lambda a: -a, (2, 3)),
     case("pow", lambda a: a ** 3, (2, 3)),
     case("pow", lambda a, b: a ** b, positive(2, 3), (3,)),
@@ -308,6 +320,8 @@ B = np.array([1.5, 0.5, -1.0])
 SPECIAL = np.array([1.0, np.nan, np.inf, -np.inf, -0.0])
 P = np.array([[True, False, True], [False, False, True]])
 Q = np.array([True, True, False])
+INTS = np.array([[5, -5, 7], [0, 12, -1]])
+SMALL = np.array([3, 0, 2])
 
 VALUE_CASES = [
     ValueCase("eq", lambda a, b: a == b, np.equal, (A, B)),
@@ -317,9 +331,22 @@ VALUE_CASES = [
     ValueCase("le", lambda a, b: a <= b, np.less_equal, (A, B)),
     ValueCase("gt", lambda a: a > 0.5, lambda a: a > 0.5, (A,)),
     ValueCase("ge", lambda a, b: a >= b, np.greater_equal, (A, B)),
-    ValueCase("logical_and", lambda p, q: p & q, np.logical_and, (P, Q)),
-    ValueCase("logical_or", lambda p, q: p | q, np.logical_or, (P, Q)),
-    ValueCase("logical_not", lambda p: ~p, np.logical_not, (P,)),
+    ValueCase("logical_and", tg.logical_and, np.logical_and, (P, Q)),
+    ValueCase("logical_or", lambda p, q: p.logical_or(q), np.logical_or, (P, Q)),
+    ValueCase("logical_not", tg.logical_not, np.logical_not, (P,)),
+    # bitwise on integers (negatives included), logical on bools, shifts past the bit width
+    ValueCase("bitwise_and", lambda a, b: a & b, np.bitwise_and, (INTS, SMALL)),
+    ValueCase("bitwise_and", lambda p, q: p & q, np.logical_and, (P, Q)),
+    ValueCase("bitwise_or", lambda a, b: a | b, np.bitwise_or, (INTS, SMALL)),
+    ValueCase("bitwise_or", lambda p, q: p | q, np.logical_or, (P, Q)),
+    ValueCase("bitwise_xor", lambda a, b: a.bitwise_xor(b), np.bitwise_xor, (INTS, SMALL)),
+    ValueCase("bitwise_xor", lambda p, q: p ^ q, np.logical_xor, (P, Q)),
+    ValueCase("bitwise_not", lambda a: ~a, np.invert, (INTS,)),
+    ValueCase("bitwise_not", lambda p: ~p, np.logical_not, (P,)),
+    ValueCase("bitwise_left_shift", lambda a, b: a << b, np.left_shift, (INTS, SMALL)),
+    ValueCase("bitwise_left_shift", lambda a: a << 64, lambda a: a * 0, (INTS,)),
+    ValueCase("bitwise_right_shift", lambda a, b: a >> b, np.right_shift, (INTS, SMALL)),
+    ValueCase("bitwise_right_shift", lambda a: a >> 99, lambda a: -(a < 0).astype(int), (INTS,)),
     ValueCase("isnan", lambda a: a.isnan(), np.isnan, (SPECIAL,)),
     ValueCase("isinf", lambda a: a.isinf(), np.isinf, (SPECIAL,)),
     ValueCase("isfinite", lambda a: a.isfinite(), np.isfinite, (SPECIAL,)),
