@@ -15,7 +15,7 @@ from .layers import (  # noqa: F401
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss  # noqa: F401
 from .module import Module, Parameter, RemovableHandle  # noqa: F401
 from . import masks, positional  # noqa: F401
-from .attention import KVCache, MultiheadAttention  # noqa: F401
+from .attention import Attention, KVCache, MultiheadAttention  # noqa: F401
 from .feedforward import FeedForward  # noqa: F401
 from .positional import (  # noqa: F401
     LearnedPositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding,
