@@ -192,6 +192,10 @@ def test_forward_errors():
         model(tg.zeros(1, 4))
     with pytest.raises(ValueError, match=r"attention_mask must be .*\(1, 4\)"):
         model(tg.zeros(1, 4, dtype=tg.int64), attention_mask=tg.ones(1, 5, dtype=tg.int64))
+    with pytest.raises(ValueError, match=r"position_ids must be \(T,\) or \(B, T\)"):
+        model(tg.zeros(2, 4, dtype=tg.int64), position_ids=tg.arange(5))
+    with pytest.raises(IndexError, match="indices must lie in"):  # past the learned positions
+        model(tg.zeros(1, 4, dtype=tg.int64), position_ids=tg.arange(30, 34))
 
 
 # --- training -------------------------------------------------------------------------------------
