@@ -237,18 +237,16 @@ class MultiheadAttention(Module):
     vdim); `in_proj_bias` (3 embed_dim,) when bias; `out_proj` (Linear embed_dim -> embed_dim).
     Initialised as PyTorch does: Xavier-uniform projections, zero biases.
     dropout: on the attention probabilities, in training mode.
-    add_bias_kv and add_zero_attn (an extra learned or zero key/value position) are not
-    implemented. A query whose keys are all masked outputs 0 (PyTorch: NaN).
+    add_bias_kv: one more key and value at the end of every sequence, learned (`bias_k`,
+    `bias_v`, (1, 1, embed_dim)); add_zero_attn: one more, all zeros, after the heads are split.
+    Masks leave the added positions visible. A query whose keys are all masked outputs 0
+    (PyTorch: NaN).
     """
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
                  add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
                  dtype=None):
         super().__init__()
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError(
-                "MultiheadAttention: add_bias_kv=True and add_zero_attn=True (an extra learned "
-                "or zero key/value position) are not implemented; leave them False")
         if num_heads <= 0 or embed_dim <= 0 or embed_dim % num_heads:
             raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be a positive "
                              f"multiple of num_heads ({num_heads})")
@@ -272,8 +270,12 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias, **options)
-        self.bias_k = self.bias_v = None  # PyTorch's add_bias_kv parameters: never made here
-        self.add_zero_attn = False
+        if add_bias_kv:
+            self.bias_k = Parameter(tg.empty(1, 1, embed_dim, **options))
+            self.bias_v = Parameter(tg.empty(1, 1, embed_dim, **options))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
     def _reset_parameters(self):
@@ -286,6 +288,9 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.zeros_(self.in_proj_bias)
             init.zeros_(self.out_proj.bias)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
@@ -308,18 +313,26 @@ class MultiheadAttention(Module):
         elif not self.batch_first:  # (L, N, E) -> (N, L, E)
             query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
         N, L, E = query.shape
-        q, k, v = (self._heads(t) for t in self._in_projection(query, key, value))  # (N, H, _, D)
+        q, k, v = self._in_projection(query, key, value)  # (N, L, E), (N, S, E), (N, S, E)
+        if self.bias_k is not None:  # one more, learned, key and value: (N, S + 1, E)
+            k = tg.cat([k, self.bias_k.expand(N, 1, E)], dim=1)
+            v = tg.cat([v, self.bias_v.expand(N, 1, E)], dim=1)
+        q, k, v = self._heads(q), self._heads(k), self._heads(v)  # (N, H, L or S', D)
+        if self.add_zero_attn:  # one more key and value, zeros: (N, H, S' + 1, D)
+            zeros = tg.zeros(N, self.num_heads, 1, self.head_dim, dtype=k.dtype, device=k.device)
+            k, v = tg.cat([k, zeros], dim=2), tg.cat([v, zeros], dim=2)
+        added = k.shape[2] - key.shape[1]  # keys no mask covers
         dropout_p = self.dropout if self.training else 0.0
         weights = None
         if need_weights:
-            mask = self._mask(attn_mask, key_padding_mask, N, q.dtype)
+            mask = self._mask(attn_mask, key_padding_mask, N, q.dtype, added)
             weights = F.attention_weights(q, k, attn_mask=mask)  # (N, H, L, S)
             weights = F.dropout(weights, dropout_p) if dropout_p else weights
             out = weights @ v  # (N, H, L, S) @ (N, H, S, D) -> (N, H, L, D)
         elif is_causal and key_padding_mask is None:  # PyTorch too trusts the hint here
             out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)
         else:
-            mask = self._mask(attn_mask, key_padding_mask, N, q.dtype)
+            mask = self._mask(attn_mask, key_padding_mask, N, q.dtype, added)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
         out = self.out_proj(out.transpose(1, 2).reshape(N, L, E))  # (N, L, E)
         if weights is not None and average_attn_weights:
@@ -345,8 +358,9 @@ class MultiheadAttention(Module):
         N, T, _ = x.shape
         return x.reshape(N, T, self.num_heads, self.head_dim).transpose(1, 2)  # (N, H, T, D)
 
-    def _mask(self, attn_mask, key_padding_mask, N, dtype):
-        """PyTorch's masks as one additive mask broadcastable to (N, H, L, S), or None."""
+    def _mask(self, attn_mask, key_padding_mask, N, dtype, added):
+        """PyTorch's masks as one mask broadcastable to (N, H, L, S + added), or None; the
+        `added` keys at the end (add_bias_kv, add_zero_attn) are visible to every query."""
         if attn_mask is not None:
             if attn_mask.dtype.kind == "b":
                 attn_mask = to_additive(~attn_mask, dtype)  # True = not allowed -> -inf
@@ -354,7 +368,12 @@ class MultiheadAttention(Module):
                 attn_mask = attn_mask.reshape(N, self.num_heads, *attn_mask.shape[1:])
         if key_padding_mask is not None:
             key_padding_mask = padding_to_attn_mask(key_padding_mask)  # (N, 1, 1, S)
-        return merge_masks(attn_mask, key_padding_mask, dtype=dtype)
+        mask = merge_masks(attn_mask, key_padding_mask, dtype=dtype)
+        if mask is None or not added:
+            return mask
+        if mask.dtype.kind == "b":
+            mask = to_additive(mask, dtype)
+        return F.pad(mask, (0, added))  # 0 added to the scores of the added keys
 
     def _check_inputs(self, query, key, value, key_padding_mask, attn_mask):
         """Shapes and dtypes as PyTorch's module accepts them; returns whether batched."""

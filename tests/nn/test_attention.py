@@ -256,10 +256,13 @@ def _masks(rng, kind, unbatched=False):
         padding = np.zeros((N, S), dtype=bool)
         padding[1, -2:] = padding[2, -1] = True
         padding = padding[0] if unbatched else padding
-        masks["key_padding_mask"] = padding if "float" not in kind else np.where(padding, -1e9, 0.0)
+        masks["key_padding_mask"] = (np.where(padding, -1e9, 0.0) if "float padding" in kind
+                                     else padding)
     return {k: v.astype(np.float32) if v.dtype.kind == "f" else v for k, v in masks.items()}
 
 
+# torch warns that mixing a bool and a float mask is deprecated; both libraries still add them.
+@pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")
 @pytest.mark.parametrize("batch_first, masks, need_weights, average, options", [
     (True, "attn bool 2d + padding", True, True, {}),
     (False, "attn float 2d", False, True, {}),
@@ -268,6 +271,11 @@ def _masks(rng, kind, unbatched=False):
     (False, "attn bool 2d + padding", True, False, dict(kdim=6, vdim=10)),
     (True, "float padding", True, True, dict(kdim=6, vdim=10, bias=False)),
     (True, "none", False, True, dict(bias=False)),
+    (False, "attn bool 3d + padding", True, False, dict(add_bias_kv=True)),
+    (True, "attn float 2d + float padding", False, True, dict(add_zero_attn=True)),
+    (True, "attn bool 2d + padding", False, True, dict(add_bias_kv=True, add_zero_attn=True,
+                                                       kdim=6, vdim=10)),
+    (False, "none", True, True, dict(add_bias_kv=True, add_zero_attn=True)),
 ])
 def test_multihead_attention_matches_torch(batch_first, masks, need_weights, average, options):
     """Outputs, weights and every gradient (inputs, parameters, float masks) equal PyTorch's."""
@@ -372,6 +380,9 @@ def test_multihead_attention_parameters_and_initialisation_follow_torch():
         "q_proj_weight": (64, 64), "k_proj_weight": (64, 8), "v_proj_weight": (64, 12),
         "out_proj.weight": (64, 64)}
     assert other.in_proj_weight is None and other.in_proj_bias is None
+    extra = MultiheadAttention(64, 4, add_bias_kv=True)
+    assert extra.bias_k.shape == extra.bias_v.shape == (1, 1, 64)
+    assert "bias_k" in extra.state_dict() and same.bias_k is None
 
 
 def test_multihead_attention_dropout_only_in_training_and_weights_show_it():
@@ -387,10 +398,6 @@ def test_multihead_attention_dropout_only_in_training_and_weights_show_it():
 
 
 def test_multihead_attention_errors_name_what_was_expected():
-    with pytest.raises(NotImplementedError, match="add_bias_kv"):
-        MultiheadAttention(E, H, add_bias_kv=True)
-    with pytest.raises(NotImplementedError, match="add_zero_attn"):
-        MultiheadAttention(E, H, add_zero_attn=True)
     with pytest.raises(ValueError, match=r"embed_dim \(10\) must be a positive multiple"):
         MultiheadAttention(10, 4)
     mha = MultiheadAttention(E, H, kdim=6)
