@@ -306,12 +306,15 @@ class MultiheadAttention(Module):
             raise ValueError("MultiheadAttention: is_causal=True is a hint that attn_mask is the "
                              "causal mask and needs attn_mask, as in PyTorch; pass attn_mask="
                              "~nn.masks.causal_mask(L) (True = not allowed)")
+        self_attention = query is key and key is value  # one packed projection will do
         if not batched:  # (L, E) -> (1, L, E)
             query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
             if key_padding_mask is not None:
                 key_padding_mask = key_padding_mask.unsqueeze(0)
         elif not self.batch_first:  # (L, N, E) -> (N, L, E)
             query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+        if self_attention:
+            key = value = query
         N, L, E = query.shape
         q, k, v = self._in_projection(query, key, value)  # (N, L, E), (N, S, E), (N, S, E)
         if self.bias_k is not None:  # one more, learned, key and value: (N, S + 1, E)
