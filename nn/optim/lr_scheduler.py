@@ -318,6 +318,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.mode, self.factor, self.patience, self.cooldown = mode, factor, patience, cooldown
         self.threshold, self.threshold_mode, self.eps = threshold, threshold_mode, eps
         self.min_lrs = _per_group("min_lr", optimizer, min_lr)
+        self.default_min_lr = None if isinstance(min_lr, (list, tuple)) else min_lr
         self.last_epoch = 0
         self.best = math.inf if mode == "min" else -math.inf
         self.num_bad_epochs = self.cooldown_counter = 0
@@ -340,9 +341,22 @@ class ReduceLROnPlateau(LRScheduler):
             self.cooldown_counter -= 1
             self.num_bad_epochs = 0
         if self.num_bad_epochs > self.patience:
+            self._match_groups()
             for group, floor in zip(self.optimizer.param_groups, self.min_lrs):
                 lowered = max(group["lr"] * self.factor, floor)
                 if group["lr"] - lowered > self.eps:
                     group["lr"] = lowered
             self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
         self._last_lr = self._current_lrs()
+
+    def _match_groups(self):
+        """A group added to the optimizer since: it takes a single min_lr; a list cannot
+        say what it should be."""
+        groups = len(self.optimizer.param_groups)
+        if len(self.min_lrs) == groups:
+            return
+        if self.default_min_lr is None:
+            raise RuntimeError(f"ReduceLROnPlateau: the optimizer has {groups} parameter groups "
+                               f"but min_lr lists {len(self.min_lrs)}; set min_lrs to one per "
+                               "group")
+        self.min_lrs = [self.default_min_lr] * groups

@@ -364,3 +364,17 @@ def test_pytorch_schedulers_check_their_arguments():
         sched.SequentialLR(opt, [sched.ReduceLROnPlateau(opt)], milestones=[])
     with pytest.raises(TypeError, match="expected an Optimizer"):
         sched.StepLR([nn.Parameter(tg.zeros(1))], 3)
+
+
+def test_reduce_lr_on_plateau_covers_groups_added_later():
+    opt = _sgd(optim)
+    scheduler = sched.ReduceLROnPlateau(opt, patience=0, min_lr=0.02)
+    opt.add_param_group({"params": [nn.Parameter(tg.zeros(1))], "lr": 1.0})
+    scheduler.step(1.0)
+    scheduler.step(2.0)  # worse: every group drops, the new one too, none below min_lr
+    assert scheduler.get_last_lr() == pytest.approx([0.05, 0.02, 0.02, 0.1])
+    listed = sched.ReduceLROnPlateau(opt, patience=0, min_lr=[0.0] * 4)
+    opt.add_param_group({"params": [nn.Parameter(tg.zeros(1))], "lr": 1.0})
+    listed.step(1.0)
+    with pytest.raises(RuntimeError, match="5 parameter groups but min_lr lists 4"):
+        listed.step(2.0)
