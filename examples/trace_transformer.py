@@ -71,8 +71,8 @@ def main(argv=None):
                                                            out[0]))))
         # attn_norm's output is what attention reads; ask it again for its weights.
         handles.append(block.attn_norm.register_forward_hook(
-            lambda module, inputs, out, block=block: attention.append(block.self_attn(
-                out, is_causal=True, need_weights=True, average_attn_weights=False)[1][0])))
+            lambda module, inputs, out, block=block: attention.append(
+                block.self_attn.attention_weights(out, is_causal=True)[0])))
     with tg.no_grad():
         logits, _ = model(ids)
     for handle in handles:

@@ -5,19 +5,20 @@ decoder blocks (causal self-attention, then a tanh-GELU feed-forward network, ea
 residual connection with the LayerNorm before it), a final LayerNorm, and a language-model head
 that reuses the token embedding matrix (weight tying, Press & Wolf, 2017).
 
-The blocks are `nn.DecoderBlock`s; this file holds the configuration, the model and the mapping
-to Hugging Face's GPT-2 checkpoint names.
+The blocks are `nn.DecoderBlock`s, whose forward reads x = x + attn(ln_1(x)); x = x + mlp(ln_2(x))
+(there: self_attn, attn_norm, ffn, ffn_norm). This file holds the configuration, the model and
+the mapping to Hugging Face's GPT-2 checkpoint names, in that order.
 """
 import dataclasses
 import json
 import math
 import os
 
+import tensorgrad as tg
 import tensorgrad.nn.functional as F
 from tensorgrad import nn
 from tensorgrad.nn.attention import KVCache
 from tensorgrad.nn.masks import padding_mask_from_attention_mask
-from tensorgrad.nn.positional import LearnedPositionalEncoding
 from tensorgrad.nn.transformer import DecoderBlock
 
 from . import generation
@@ -30,7 +31,9 @@ class GPTConfig:
     n_layer: int = 12
     n_head: int = 12
     n_embd: int = 768
-    d_ff: int = None  # feed-forward inner size; None means 4 * n_embd, as in GPT-2
+    # The feed-forward inner size. None follows n_embd at GPT-2's ratio, 4 * n_embd, so a
+    # narrower model needs no second number (Hugging Face's n_inner=None means the same).
+    d_ff: int | None = None
     dropout: float = 0.1  # on the embeddings and each residual branch (GPT-2's embd/resid_pdrop)
     attn_dropout: float = 0.1  # on the attention probabilities
     layer_norm_eps: float = 1e-5
@@ -88,8 +91,9 @@ class GPTConfig:
 class GPT(nn.Module):
     """GPT-2. input_ids (B, T) int64 -> logits (B, T, vocab_size).
 
-    Parameters: `wte` (token embeddings, also the output projection), `wpe` (positions),
-    `blocks.{i}` (DecoderBlock: attn_norm, self_attn, ffn_norm, ffn), `ln_f`.
+    Parameters: `wte` (token embeddings, also the output projection), `wpe` (one learned
+    embedding per position), `blocks.{i}` (DecoderBlock: attn_norm, self_attn, ffn_norm, ffn),
+    `ln_f`.
     """
 
     def __init__(self, config, device=None, dtype=None):
@@ -97,7 +101,7 @@ class GPT(nn.Module):
         self.config = config
         options = dict(device=device, dtype=dtype)
         self.wte = nn.Embedding(config.vocab_size, config.n_embd, **options)
-        self.wpe = LearnedPositionalEncoding(config.block_size, config.n_embd, **options)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd, **options)
         self.drop = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList([
             DecoderBlock(config.n_embd, config.n_head, config.d_ff, dropout=config.dropout,
@@ -141,30 +145,42 @@ class GPT(nn.Module):
         cache: from `make_cache()`, extended in place (T_past is the length already cached).
         Returns (logits (B, T, vocab_size), loss: mean cross-entropy or None without targets).
         """
-        if input_ids.ndim != 2 or input_ids.dtype.kind not in "iu":
-            raise ValueError(f"GPT: expected input_ids of shape (B, T) with integer ids, got "
-                             f"{input_ids.dtype} of shape {input_ids.shape}")
         B, T = input_ids.shape
-        past = len(cache[0]) if cache else 0
-        if position_ids is None and past + T > self.config.block_size:
-            raise ValueError(f"GPT: {past} cached + {T} new tokens exceed block_size="
-                             f"{self.config.block_size} learned positions")
+        past = len(cache[0]) if cache else 0  # tokens already in the cache
+        self._check_inputs(input_ids, attention_mask, position_ids, past)
         padding = None
         if attention_mask is not None:
-            if tuple(attention_mask.shape) != (B, past + T):
-                raise ValueError(f"GPT: attention_mask must be (B, T_past + T) = "
-                                 f"{(B, past + T)}, got {attention_mask.shape}")
             padding = padding_mask_from_attention_mask(attention_mask)  # (B, T_past + T)
-        positions = past if position_ids is None else position_ids
-        x = self.drop(self.wpe(self.wte(input_ids), positions))  # (B, T, C)
-        for i, block in enumerate(self.blocks):
-            x = block(x, key_padding_mask=padding, cache=None if cache is None else cache[i])
-        x = self.ln_f(x)
+        pos = position_ids
+        if pos is None:
+            pos = tg.arange(past, past + T, device=input_ids.device)  # (T,)
+        tok_emb = self.wte(input_ids)  # token embeddings (B, T, C)
+        pos_emb = self.wpe(pos)  # position embeddings (T, C), or (B, T, C) from position_ids
+        x = self.drop(tok_emb + pos_emb)  # (B, T, C)
+        caches = cache if cache is not None else [None] * len(self.blocks)
+        for block, block_cache in zip(self.blocks, caches):
+            x = block(x, key_padding_mask=padding, cache=block_cache)  # (B, T, C)
+        x = self.ln_f(x)  # (B, T, C)
         logits = F.linear(x, self.wte.weight)  # tied head: (B, T, C) @ (C, V) -> (B, T, V)
         loss = None
         if targets is not None:
             loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
         return logits, loss
+
+    def _check_inputs(self, input_ids, attention_mask, position_ids, past):
+        if input_ids.ndim != 2 or input_ids.dtype.kind not in "iu":
+            raise ValueError(f"GPT: expected input_ids of shape (B, T) with integer ids, got "
+                             f"{input_ids.dtype} of shape {input_ids.shape}")
+        B, T = input_ids.shape
+        if position_ids is None and past + T > self.config.block_size:
+            raise ValueError(f"GPT: {past} cached + {T} new tokens exceed block_size="
+                             f"{self.config.block_size} learned positions")
+        if position_ids is not None and tuple(position_ids.shape) not in ((T,), (B, T)):
+            raise ValueError(f"GPT: position_ids must be (T,) or (B, T) = {(B, T)}, got "
+                             f"{position_ids.shape}")
+        if attention_mask is not None and tuple(attention_mask.shape) != (B, past + T):
+            raise ValueError(f"GPT: attention_mask must be (B, T_past + T) = {(B, past + T)}, "
+                             f"got {attention_mask.shape}")
 
     def generate(self, input_ids, max_new_tokens, **options):
         """Extend prompts by up to max_new_tokens tokens: see `models.generation.generate`."""

@@ -23,7 +23,7 @@ from .pooling import (  # noqa: F401
     AvgPool2d, AvgPool3d, Flatten, MaxPool1d, MaxPool2d, MaxPool3d, Unflatten, Upsample,
 )
 from . import masks, positional  # noqa: F401
-from .attention import KVCache, MultiheadAttention  # noqa: F401
+from .attention import Attention, KVCache, MultiheadAttention  # noqa: F401
 from .feedforward import FeedForward  # noqa: F401
 from .positional import (  # noqa: F401
     LearnedPositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding,

@@ -1,17 +1,24 @@
-"""Multi-head attention (Vaswani et al., 2017) with grouped-query attention (Ainslie et al., 2023),
-rotary embeddings and a KV cache for incremental decoding.
+"""Multi-head attention (Vaswani et al., 2017), in two modules:
 
-Masks follow `F.scaled_dot_product_attention` (bool True = may attend, or additive float), not
-torch.nn.MultiheadAttention, whose bool attn_mask means the opposite (True = masked out). A
-`key_padding_mask` is True at padding keys, as in PyTorch (the name says what True means); see
+- `Attention`, the one tensorgrad's models use: grouped-query attention (Ainslie et al., 2023),
+  rotary embeddings, a KV cache for incremental decoding, cross-attention, batch-first inputs.
+  Its masks follow `F.scaled_dot_product_attention`: a bool mask is True where a query MAY
+  attend, a float mask is added to the scores.
+- `MultiheadAttention`, PyTorch's module of that name: the same constructor, forward, return
+  value, parameter names and initialisation, so PyTorch code and state dicts carry over. Its
+  bool masks mean what they mean in PyTorch's module, the opposite: True = may NOT attend.
+
+Both take `key_padding_mask` True at padding keys (the name says what True means); see
 `tensorgrad.nn.masks`.
 """
 import tensorgrad as tg
 
-from . import functional as F
+from . import functional as F, init
 from .layers import Linear
-from .masks import causal_mask, key_padding_mask as padding_to_attn_mask, merge_masks
-from .module import Module
+from .masks import (
+    causal_mask, key_padding_mask as padding_to_attn_mask, merge_masks, to_additive,
+)
+from .module import Module, Parameter
 
 
 class KVCache:
@@ -70,7 +77,7 @@ class KVCache:
         self._storage = [None, None]
 
 
-class MultiheadAttention(Module):
+class Attention(Module):
     """Multi-head scaled dot-product attention over (B, T, embed_dim) inputs (batch first).
 
     embed_dim = num_heads * head_dim. n_kv_heads (default num_heads) < num_heads gives
@@ -94,12 +101,12 @@ class MultiheadAttention(Module):
         super().__init__()
         n_kv_heads = num_heads if n_kv_heads is None else n_kv_heads
         if embed_dim % num_heads or num_heads % n_kv_heads:
-            raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by "
+            raise ValueError(f"Attention: embed_dim ({embed_dim}) must be divisible by "
                              f"num_heads ({num_heads}), and num_heads by n_kv_heads "
                              f"({n_kv_heads})")
         kdim, vdim = kdim or embed_dim, vdim or embed_dim
         if fused and (kdim != embed_dim or vdim != embed_dim):
-            raise ValueError(f"MultiheadAttention: kdim={kdim} and vdim={vdim} differ from "
+            raise ValueError(f"Attention: kdim={kdim} and vdim={vdim} differ from "
                              f"embed_dim={embed_dim}; pass fused=False for separate projections")
         self.embed_dim, self.num_heads, self.n_kv_heads = embed_dim, num_heads, n_kv_heads
         self.head_dim = embed_dim // num_heads
@@ -116,9 +123,8 @@ class MultiheadAttention(Module):
         self.rotary = rotary
 
     def forward(self, query, key=None, value=None, attn_mask=None, key_padding_mask=None,
-                is_causal=False, need_weights=False, average_attn_weights=True, cache=None,
-                positions=None):
-        """Attend from query to key/value.
+                is_causal=False, cache=None, positions=None):
+        """Attend from query to key/value; returns (B, Tq, embed_dim).
 
         query: (B, Tq, embed_dim). key, value: (B, Tk, kdim/vdim) memory for cross-attention;
             None for self-attention (value defaults to key).
@@ -128,12 +134,33 @@ class MultiheadAttention(Module):
             cached keys too.
         is_causal: query i attends to keys up to its own position (positions continue after
             the cache).
-        need_weights: also return the attention probabilities (recomputed; pre-dropout),
-            (B, Tq, Tk) averaged over heads, or (B, H, Tq, Tk) with average_attn_weights=False.
         cache: a `KVCache` to read and extend (incremental decoding).
         positions: rotary positions (int offset or Tensor); defaults to len(cache) onwards.
-        Returns (output (B, Tq, embed_dim), weights or None), as torch's MultiheadAttention.
         """
+        q, k, v, mask, causal = self._prepare(query, key, value, attn_mask, key_padding_mask,
+                                              is_causal, cache, positions)
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0,
+            is_causal=causal, enable_gqa=self.n_kv_heads != self.num_heads)  # (B, H, Tq, D)
+        tq = q.shape[-2]
+        if tq > 1:
+            out = out.transpose(1, 2)  # (B, Tq, H, D); with one query the reshape alone does it
+        out = out.reshape(query.shape[0], tq, self.embed_dim)  # (B, Tq, C)
+        return self.out_proj(out)
+
+    def attention_weights(self, query, key=None, value=None, attn_mask=None,
+                          key_padding_mask=None, is_causal=False, positions=None):
+        """The attention probabilities forward would use (before dropout), (B, H, Tq, Tk);
+        arguments as forward's, without a cache. For looking at: it builds the full matrix."""
+        q, k, _, mask, causal = self._prepare(query, key, value, attn_mask, key_padding_mask,
+                                              is_causal, None, positions)
+        return F.attention_weights(q, k, attn_mask=mask, is_causal=causal,
+                                   enable_gqa=self.n_kv_heads != self.num_heads)
+
+    def _prepare(self, query, key, value, attn_mask, key_padding_mask, is_causal, cache,
+                 positions):
+        """Queries (B, H, Tq, D), keys and values (B, H_kv, Tk, D) with the cache's in front,
+        and the mask and is_causal flag to hand to scaled_dot_product_attention."""
         if query.ndim != 3 or query.shape[-1] != self.embed_dim:
             raise ValueError(f"{self._name()}: expected query of shape (B, T, {self.embed_dim}),"
                              f" got {query.shape}")
@@ -151,19 +178,7 @@ class MultiheadAttention(Module):
             # One query (decoding) is the newest position and sees every key: no mask.
             causal_mask(tq, tk, device=q.device) if is_causal and 1 < tq != tk else None,
             dtype=q.dtype)
-        causal = is_causal and tq == tk
-        out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0,
-            is_causal=causal, enable_gqa=self.n_kv_heads != self.num_heads)  # (B, H, Tq, D)
-        if tq > 1:
-            out = out.transpose(1, 2)  # (B, Tq, H, D); with one query the reshape alone does it
-        out = out.reshape(query.shape[0], tq, self.embed_dim)  # (B, Tq, C)
-        weights = None
-        if need_weights:
-            weights = F.attention_weights(q, k, attn_mask=mask, is_causal=causal,
-                                          enable_gqa=self.n_kv_heads != self.num_heads)
-            weights = weights.mean(1) if average_attn_weights else weights
-        return self.out_proj(out), weights
+        return q, k, v, mask, is_causal and tq == tk
 
     def _project(self, query, key, value, cache):
         """Queries (B, H, Tq, D), keys and values (B, H_kv, Tk, D); a cross-attention cache
@@ -200,8 +215,203 @@ class MultiheadAttention(Module):
         return x.reshape(B, T, heads, self.head_dim).transpose(1, 2)  # (B, heads, T, D)
 
     def _name(self):
-        return f"MultiheadAttention '{self._path}'" if self._path else "MultiheadAttention"
+        return f"Attention '{self._path}'" if self._path else "Attention"
 
     def extra_repr(self):
         return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, "
                 f"n_kv_heads={self.n_kv_heads}, dropout={self.dropout_p}")
+
+
+class MultiheadAttention(Module):
+    """torch.nn.MultiheadAttention: the same arguments, masks, return value and parameters.
+
+    Inputs are (L, N, E) sequence first, or (N, L, E) with batch_first=True, or unbatched
+    (L, E); key and value have S positions and kdim / vdim features (default embed_dim).
+    Masks, as in PyTorch's module (the OPPOSITE of `Attention` and SDPA for bool masks):
+    - attn_mask: (L, S), or (N * num_heads, L, S) (unbatched: (num_heads, L, S)); bool True =
+      this query may NOT attend to that key, or float, added to the scores;
+    - key_padding_mask: (N, S) (unbatched: (S,)); bool True = padding, ignored, or float, added.
+    Parameters (PyTorch's names, so its state dicts load): `in_proj_weight` (3 embed_dim,
+    embed_dim), the query, key and value projections stacked, or, when kdim or vdim differ from
+    embed_dim, `q_proj_weight`, `k_proj_weight` (embed_dim, kdim), `v_proj_weight` (embed_dim,
+    vdim); `in_proj_bias` (3 embed_dim,) when bias; `out_proj` (Linear embed_dim -> embed_dim).
+    Initialised as PyTorch does: Xavier-uniform projections, zero biases.
+    dropout: on the attention probabilities, in training mode.
+    add_bias_kv: one more key and value at the end of every sequence, learned (`bias_k`,
+    `bias_v`, (1, 1, embed_dim)); add_zero_attn: one more, all zeros, after the heads are split.
+    Masks leave the added positions visible. A query whose keys are all masked outputs 0
+    (PyTorch: NaN).
+    """
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
+                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
+                 dtype=None):
+        super().__init__()
+        if num_heads <= 0 or embed_dim <= 0 or embed_dim % num_heads:
+            raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be a positive "
+                             f"multiple of num_heads ({num_heads})")
+        self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
+        self.kdim = embed_dim if kdim is None else kdim
+        self.vdim = embed_dim if vdim is None else vdim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.dropout, self.batch_first = dropout, batch_first
+        options = dict(device=device, dtype=dtype)
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(tg.empty(3 * embed_dim, embed_dim, **options))
+            for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
+                self.register_parameter(name, None)
+        else:
+            self.register_parameter("in_proj_weight", None)
+            self.q_proj_weight = Parameter(tg.empty(embed_dim, embed_dim, **options))
+            self.k_proj_weight = Parameter(tg.empty(embed_dim, self.kdim, **options))
+            self.v_proj_weight = Parameter(tg.empty(embed_dim, self.vdim, **options))
+        if bias:
+            self.in_proj_bias = Parameter(tg.empty(3 * embed_dim, **options))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, **options)
+        if add_bias_kv:
+            self.bias_k = Parameter(tg.empty(1, 1, embed_dim, **options))
+            self.bias_v = Parameter(tg.empty(1, 1, embed_dim, **options))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self):
+        # PyTorch's choice: Xavier over the stacked (3E, E) matrix, so each projection's bound
+        # is sqrt(6 / 4E); out_proj keeps Linear's default weight but starts with a zero bias.
+        for weight in (self.in_proj_weight, self.q_proj_weight, self.k_proj_weight,
+                       self.v_proj_weight):
+            if weight is not None:
+                init.xavier_uniform_(weight)
+        if self.in_proj_bias is not None:
+            init.zeros_(self.in_proj_bias)
+            init.zeros_(self.out_proj.bias)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
+                attn_mask=None, average_attn_weights=True, is_causal=False):
+        """Returns (attn_output, attn_weights): attn_output in the query's layout, (L, N, E) or
+        (N, L, E) (unbatched: (L, E)); attn_weights, when need_weights, the probabilities used
+        (after dropout) averaged over heads, (N, L, S), or per head (N, num_heads, L, S) with
+        average_attn_weights=False (unbatched: without N); None otherwise.
+        is_causal: a hint that attn_mask is the causal mask (it must be given, as in PyTorch);
+        without a key_padding_mask or need_weights the causal mask is applied without reading it.
+        """
+        batched = self._check_inputs(query, key, value, key_padding_mask, attn_mask)
+        if is_causal and attn_mask is None:
+            raise ValueError("MultiheadAttention: is_causal=True is a hint that attn_mask is the "
+                             "causal mask and needs attn_mask, as in PyTorch; pass attn_mask="
+                             "~nn.masks.causal_mask(L) (True = not allowed)")
+        self_attention = query is key and key is value  # one packed projection will do
+        if not batched:  # (L, E) -> (1, L, E)
+            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        elif not self.batch_first:  # (L, N, E) -> (N, L, E)
+            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+        if self_attention:
+            key = value = query
+        N, L, E = query.shape
+        q, k, v = self._in_projection(query, key, value)  # (N, L, E), (N, S, E), (N, S, E)
+        if self.bias_k is not None:  # one more, learned, key and value: (N, S + 1, E)
+            k = tg.cat([k, self.bias_k.expand(N, 1, E)], dim=1)
+            v = tg.cat([v, self.bias_v.expand(N, 1, E)], dim=1)
+        q, k, v = self._heads(q), self._heads(k), self._heads(v)  # (N, H, L or S', D)
+        if self.add_zero_attn:  # one more key and value, zeros: (N, H, S' + 1, D)
+            zeros = tg.zeros(N, self.num_heads, 1, self.head_dim, dtype=k.dtype, device=k.device)
+            k, v = tg.cat([k, zeros], dim=2), tg.cat([v, zeros], dim=2)
+        added = k.shape[2] - key.shape[1]  # keys no mask covers
+        dropout_p = self.dropout if self.training else 0.0
+        weights = None
+        if need_weights:
+            mask = self._mask(attn_mask, key_padding_mask, N, q.dtype, added)
+            weights = F.attention_weights(q, k, attn_mask=mask)  # (N, H, L, S)
+            weights = F.dropout(weights, dropout_p) if dropout_p else weights
+            out = weights @ v  # (N, H, L, S) @ (N, H, S, D) -> (N, H, L, D)
+        elif is_causal and key_padding_mask is None:  # PyTorch too trusts the hint here
+            out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)
+        else:
+            mask = self._mask(attn_mask, key_padding_mask, N, q.dtype, added)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+        out = self.out_proj(out.transpose(1, 2).reshape(N, L, E))  # (N, L, E)
+        if weights is not None and average_attn_weights:
+            weights = weights.mean(1)  # (N, L, S)
+        if not batched:
+            return out.squeeze(0), None if weights is None else weights.squeeze(0)
+        return (out if self.batch_first else out.transpose(0, 1)), weights
+
+    def _in_projection(self, query, key, value):
+        """The projected queries (N, L, E), keys and values (N, S, E). Self-attention with the
+        stacked weight is one matmul."""
+        E, bias = self.embed_dim, self.in_proj_bias
+        biases = (None,) * 3 if bias is None else bias.split(E)
+        if self._qkv_same_embed_dim:
+            if query is key and key is value:
+                return F.linear(query, self.in_proj_weight, bias).split(E, dim=-1)
+            weights = self.in_proj_weight.split(E)
+        else:
+            weights = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+        return tuple(F.linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases))
+
+    def _heads(self, x):
+        N, T, _ = x.shape
+        return x.reshape(N, T, self.num_heads, self.head_dim).transpose(1, 2)  # (N, H, T, D)
+
+    def _mask(self, attn_mask, key_padding_mask, N, dtype, added):
+        """PyTorch's masks as one mask broadcastable to (N, H, L, S + added), or None; the
+        `added` keys at the end (add_bias_kv, add_zero_attn) are visible to every query."""
+        if attn_mask is not None:
+            if attn_mask.dtype.kind == "b":
+                attn_mask = to_additive(~attn_mask, dtype)  # True = not allowed -> -inf
+            if attn_mask.ndim == 3:  # (N * H, L, S) -> (N, H, L, S)
+                attn_mask = attn_mask.reshape(N, self.num_heads, *attn_mask.shape[1:])
+        if key_padding_mask is not None:
+            key_padding_mask = padding_to_attn_mask(key_padding_mask)  # (N, 1, 1, S)
+        mask = merge_masks(attn_mask, key_padding_mask, dtype=dtype)
+        if mask is None or not added:
+            return mask
+        if mask.dtype.kind == "b":
+            mask = to_additive(mask, dtype)
+        return F.pad(mask, (0, added))  # 0 added to the scores of the added keys
+
+    def _check_inputs(self, query, key, value, key_padding_mask, attn_mask):
+        """Shapes and dtypes as PyTorch's module accepts them; returns whether batched."""
+        name = f"MultiheadAttention '{self._path}'" if self._path else "MultiheadAttention"
+        if query.ndim not in (2, 3) or key.ndim != query.ndim or value.ndim != query.ndim:
+            raise ValueError(f"{name}: expected query, key and value all 3-D (batched) or all "
+                             f"2-D (unbatched), got {query.shape}, {key.shape} and {value.shape}")
+        batched = query.ndim == 3
+        seq, batch = (1, 0) if self.batch_first or not batched else (0, 1)
+        expected = (("query", query, self.embed_dim), ("key", key, self.kdim),
+                    ("value", value, self.vdim))
+        for label, t, width in expected:
+            if t.shape[-1] != width:
+                raise ValueError(f"{name}: expected {label} with {width} features, got shape "
+                                 f"{t.shape}")
+        if key.shape[:-1] != value.shape[:-1] \
+                or (batched and query.shape[batch] != key.shape[batch]):
+            raise ValueError(f"{name}: key and value must have the same positions and batch, "
+                             f"and the batch of query; got {query.shape}, {key.shape} and "
+                             f"{value.shape}{'' if self.batch_first else ' (sequence first)'}")
+        L, S = query.shape[seq if batched else 0], key.shape[seq if batched else 0]
+        N = query.shape[batch] if batched else None
+        shapes = {"key_padding_mask": [(N, S)] if batched else [(S,)],
+                  "attn_mask": [(L, S), ((N if batched else 1) * self.num_heads, L, S)]}
+        for label, mask in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
+            if mask is None:
+                continue
+            if mask.dtype.kind not in "bf":
+                raise TypeError(f"{name}: {label} must be bool (True = not allowed) or float "
+                                f"(added to the scores), got {mask.dtype}")
+            if tuple(mask.shape) not in shapes[label]:
+                raise ValueError(f"{name}: expected {label} of shape "
+                                 f"{' or '.join(map(str, shapes[label]))}, got {mask.shape}")
+        return batched
+
+    def extra_repr(self):
+        return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, "
+                f"dropout={self.dropout}, batch_first={self.batch_first}")

@@ -8,7 +8,7 @@ Each sublayer sits in a residual connection, with its norm either
 `dropout` is the residual dropout; `attn_dropout` drops attention probabilities.
 
 Parameter names, and how Hugging Face checkpoints map onto them:
-- `attn_norm`, `self_attn` (a MultiheadAttention: `qkv_proj` or `q_proj`/`k_proj`/`v_proj`,
+- `attn_norm`, `self_attn` (an `nn.Attention`: `qkv_proj` or `q_proj`/`k_proj`/`v_proj`,
   and `out_proj`), `cross_attn_norm`, `cross_attn` (decoder with cross-attention),
   `ffn_norm`, `ffn` (a FeedForward: `up_proj`, `down_proj`, `gate_proj` when gated).
 - GPT-2 `h.{i}`: ln_1 -> attn_norm, attn.c_attn -> self_attn.qkv_proj, attn.c_proj ->
@@ -22,7 +22,7 @@ Parameter names, and how Hugging Face checkpoints map onto them:
   attention.output.LayerNorm -> attn_norm, intermediate.dense -> ffn.up_proj, output.dense ->
   ffn.down_proj, output.LayerNorm -> ffn_norm.
 """
-from .attention import MultiheadAttention
+from .attention import Attention
 from .feedforward import FeedForward
 from .layers import Dropout, LayerNorm, RMSNorm
 from .module import Module
@@ -37,7 +37,7 @@ def _norm(kind, d_model, eps, device, dtype):
 
 
 class _Block(Module):
-    """What both blocks share: construction and the residual wiring of a sublayer."""
+    """What both blocks share: their sublayers, each with its norm."""
 
     def __init__(self, d_model, num_heads, d_ff, dropout, attn_dropout, activation, norm,
                  norm_first, norm_eps, bias, n_kv_heads, fused_qkv, rotary, cross_attention,
@@ -47,21 +47,15 @@ class _Block(Module):
         norm_options = (norm, d_model, norm_eps, device, dtype)
         attn_options = dict(dropout=attn_dropout, bias=bias, device=device, dtype=dtype)
         self.attn_norm = _norm(*norm_options)
-        self.self_attn = MultiheadAttention(d_model, num_heads, n_kv_heads, fused=fused_qkv,
-                                            rotary=rotary, **attn_options)
+        self.self_attn = Attention(d_model, num_heads, n_kv_heads, fused=fused_qkv,
+                                   rotary=rotary, **attn_options)
         if cross_attention:
             self.cross_attn_norm = _norm(*norm_options)
-            self.cross_attn = MultiheadAttention(d_model, num_heads, n_kv_heads, fused=fused_qkv,
-                                                 **attn_options)
+            self.cross_attn = Attention(d_model, num_heads, n_kv_heads, fused=fused_qkv,
+                                        **attn_options)
         self.ffn_norm = _norm(*norm_options)
         self.ffn = FeedForward(d_model, d_ff, activation, bias=bias, device=device, dtype=dtype)
-        self.dropout = Dropout(dropout)
-
-    def _residual(self, x, norm, sublayer):
-        """x plus sublayer's output, the norm placed before (pre-LN) or after (post-LN)."""
-        if self.norm_first:
-            return x + self.dropout(sublayer(norm(x)))
-        return norm(x + self.dropout(sublayer(x)))
+        self.dropout = Dropout(dropout)  # residual dropout, on each sublayer's output
 
 
 class EncoderBlock(_Block):
@@ -69,7 +63,7 @@ class EncoderBlock(_Block):
 
     d_ff, activation: as FeedForward (default 4 d_model, GELU). norm: "layernorm" or
     "rmsnorm". norm_first: pre-LN (True) or post-LN (False, BERT). bias: on every projection.
-    n_kv_heads, fused_qkv, rotary: as MultiheadAttention (n_kv_heads, fused, rotary).
+    n_kv_heads, fused_qkv, rotary: as Attention (n_kv_heads, fused, rotary).
     """
 
     def __init__(self, d_model, num_heads, d_ff=None, dropout=0.0, attn_dropout=0.0,
@@ -82,9 +76,14 @@ class EncoderBlock(_Block):
     def forward(self, x, attn_mask=None, key_padding_mask=None, positions=None):
         """attn_mask: bool (True = attend) or additive, e.g. an ALiBi or T5 bias; key_padding_mask:
         (B, T) True at padding. positions: for rotary embeddings (default 0, 1, ...)."""
-        x = self._residual(x, self.attn_norm, lambda h: self.self_attn(
-            h, attn_mask=attn_mask, key_padding_mask=key_padding_mask, positions=positions)[0])
-        return self._residual(x, self.ffn_norm, self.ffn)
+        attend = dict(attn_mask=attn_mask, key_padding_mask=key_padding_mask, positions=positions)
+        if self.norm_first:  # pre-LN: x + sublayer(norm(x))
+            x = x + self.dropout(self.self_attn(self.attn_norm(x), **attend))  # (B, T, C)
+            x = x + self.dropout(self.ffn(self.ffn_norm(x)))  # (B, T, C)
+        else:  # post-LN: norm(x + sublayer(x))
+            x = self.attn_norm(x + self.dropout(self.self_attn(x, **attend)))
+            x = self.ffn_norm(x + self.dropout(self.ffn(x)))
+        return x
 
 
 class DecoderBlock(_Block):
@@ -109,13 +108,22 @@ class DecoderBlock(_Block):
         memory_key_padding_mask: (B, S) True at padded memory positions.
         cache, cross_cache: KVCache objects for incremental decoding (see KVCache).
         positions: for rotary embeddings (default: continuing after the cache)."""
-        x = self._residual(x, self.attn_norm, lambda h: self.self_attn(
-            h, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=True,
-            cache=cache, positions=positions)[0])
-        if self.has_cross_attention:
-            if memory is None:
-                raise ValueError(f"DecoderBlock '{self._path}': this block has cross-attention "
-                                 "and needs memory (the encoder's output)")
-            x = self._residual(x, self.cross_attn_norm, lambda h: self.cross_attn(
-                h, memory, key_padding_mask=memory_key_padding_mask, cache=cross_cache)[0])
-        return self._residual(x, self.ffn_norm, self.ffn)
+        if self.has_cross_attention and memory is None:
+            raise ValueError(f"DecoderBlock '{self._path}': this block has cross-attention "
+                             "and needs memory (the encoder's output)")
+        attend = dict(attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=True,
+                      cache=cache, positions=positions)
+        attend_memory = dict(key_padding_mask=memory_key_padding_mask, cache=cross_cache)
+        if self.norm_first:  # pre-LN: x + sublayer(norm(x))
+            x = x + self.dropout(self.self_attn(self.attn_norm(x), **attend))  # (B, T, C)
+            if self.has_cross_attention:
+                h = self.cross_attn(self.cross_attn_norm(x), memory, **attend_memory)
+                x = x + self.dropout(h)  # (B, T, C)
+            x = x + self.dropout(self.ffn(self.ffn_norm(x)))  # (B, T, C)
+        else:  # post-LN: norm(x + sublayer(x))
+            x = self.attn_norm(x + self.dropout(self.self_attn(x, **attend)))
+            if self.has_cross_attention:
+                h = self.cross_attn(x, memory, **attend_memory)
+                x = self.cross_attn_norm(x + self.dropout(h))
+            x = self.ffn_norm(x + self.dropout(self.ffn(x)))
+        return x

@@ -1,7 +1,9 @@
 """GPT: parameter counts, initialisation, Hugging Face checkpoints both ways (logits, loss,
 gradients, padding), training, and the float32 contract."""
 import json
+import math
 import time
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -15,10 +17,13 @@ from tensorgrad.models.tokenizer import CharTokenizer
 
 # --- sizes and initialisation ---------------------------------------------------------------------
 def test_gpt2_parameter_count_and_summary():
-    start = time.perf_counter()
+    # CPU time, not wall time, so that other work on the machine cannot fail this: building
+    # and initialising 124M parameters takes about 5 s of CPU; this bound only catches a
+    # construction that has become pathologically slow.
+    start = time.process_time()
     model = GPT(GPTConfig.gpt2())
-    built = time.perf_counter() - start
-    assert built < 30, f"building GPT-2 small took {built:.1f} s"
+    built = time.process_time() - start
+    assert built < 60, f"building GPT-2 small took {built:.1f} s of CPU time"
     assert model.num_parameters() == 124_439_808
     summary = model.summary()
     for label, count in [("token embeddings", "38,597,376"), ("position embeddings", "786,432"),
@@ -192,13 +197,29 @@ def test_forward_errors():
         model(tg.zeros(1, 4))
     with pytest.raises(ValueError, match=r"attention_mask must be .*\(1, 4\)"):
         model(tg.zeros(1, 4, dtype=tg.int64), attention_mask=tg.ones(1, 5, dtype=tg.int64))
+    with pytest.raises(ValueError, match=r"position_ids must be \(T,\) or \(B, T\)"):
+        model(tg.zeros(2, 4, dtype=tg.int64), position_ids=tg.arange(5))
+    with pytest.raises(IndexError, match="indices must lie in"):  # past the learned positions
+        model(tg.zeros(1, 4, dtype=tg.int64), position_ids=tg.arange(30, 34))
 
 
 # --- training -------------------------------------------------------------------------------------
-def test_short_training_run_lowers_the_loss():
+def _bigram_entropy(ids):
+    """The loss of the best model that sees only the previous token: the entropy of the next
+    token given the current one, in nats."""
+    pairs, firsts = Counter(zip(ids, ids[1:])), Counter(ids[:-1])
+    return -sum(n / (len(ids) - 1) * math.log(n / firsts[a]) for (a, _), n in pairs.items())
+
+
+def test_short_training_run_uses_the_context():
+    """50 AdamW steps on repetitive code take the loss from log(vocab) to well below what any
+    model that ignores the context can reach (the bigram entropy, 0.84 nats here): the loss
+    ends near 0.46. With a zero lr it stays at 2.75; with the attention output zeroed (each
+    position sees only its own token) it stalls at the bigram entropy, 0.86."""
     text = "def add(a, b):\n    return a + b\n\n" * 40
     tok = CharTokenizer.from_text(text)
-    data = tg.tensor(tok.encode(text))
+    ids = tok.encode(text)
+    data = tg.tensor(ids)
     model = GPT(GPTConfig.tiny(vocab_size=tok.vocab_size, n_embd=32))
     opt = nn.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
     losses = []
@@ -209,8 +230,9 @@ def test_short_training_run_lowers_the_loss():
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    assert losses[0] > 2.5  # about log(vocab) at the start
-    assert np.mean(losses[-5:]) < 0.5 * losses[0]
+    assert losses[0] == pytest.approx(math.log(tok.vocab_size), abs=0.2)  # a uniform guess
+    context_free = _bigram_entropy(ids)
+    assert np.mean(losses[-5:]) < 0.7 * context_free, (losses[-5:], context_free)
 
 
 def test_float32_through_one_adamw_step(device):

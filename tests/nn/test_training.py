@@ -1,6 +1,6 @@
-"""End to end: an MLP learns scikit-learn's bundled digits (no download) in a few seconds."""
-import time
-
+"""End to end: an MLP learns scikit-learn's bundled digits (no download). How fast a step runs
+is the benchmarks' business (benchmarks/, the mlp_step row), not a wall-clock assert here that a
+loaded machine could fail."""
 import pytest
 
 import tensorgrad as tg
@@ -20,7 +20,6 @@ def test_mlp_learns_digits_to_95_percent():
     opt = optim.AdamW(model.parameters(), lr=1e-2, weight_decay=1e-4)
     steps = 300
     scheduler = lr_scheduler.WarmupCosineLR(opt, warmup_steps=10, total_steps=steps)
-    start = time.perf_counter()
     for _ in range(steps):
         batch = train[tg.randint(0, train.shape[0], (64,))]
         loss = nn.functional.cross_entropy(model(x[batch]), y[batch])
@@ -28,9 +27,7 @@ def test_mlp_learns_digits_to_95_percent():
         loss.backward()
         opt.step()
         scheduler.step()
-    elapsed = time.perf_counter() - start
     with tg.no_grad():
         accuracy = (model(x[test]).argmax(dim=1) == y[test]).float().mean().item()
     assert accuracy >= 0.95, f"test accuracy {accuracy:.3f} after {steps} steps"
-    assert elapsed < 30, f"{steps} steps took {elapsed:.1f} s"
     assert all(p.dtype == tg.float32 for p in model.parameters())
