@@ -9,10 +9,17 @@
 from . import functional, init, optim, utils  # noqa: F401
 from .checkpoint import CheckpointError, load, save  # noqa: F401
 from .containers import ModuleDict, ModuleList, Sequential  # noqa: F401
-from .layers import (  # noqa: F401
-    GELU, Dropout, Embedding, Identity, LayerNorm, Linear, ReLU, RMSNorm, SiLU, Softmax, Tanh,
+from .layers import Dropout, Embedding, Identity, LayerNorm, Linear, RMSNorm  # noqa: F401
+from .activation import (  # noqa: F401
+    CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU,
+    LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus,
+    Softshrink, Softsign, Tanh, Tanhshrink, Threshold,
 )
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss  # noqa: F401
+from .loss import (  # noqa: F401
+    BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, HingeEmbeddingLoss,
+    HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss, NLLLoss, SmoothL1Loss,
+    SoftMarginLoss,
+)
 from .module import Module, Parameter, RemovableHandle  # noqa: F401
 from . import masks, positional  # noqa: F401
 from .attention import KVCache, MultiheadAttention  # noqa: F401

@@ -4,7 +4,11 @@
 exported here are what users and Tensor methods call.
 """
 from .attention import attention_weights, scaled_dot_product_attention  # noqa: F401
-from .activation import gelu, relu, sigmoid, silu  # noqa: F401
+from .activation import (  # noqa: F401
+    celu, elu, gelu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid,
+    mish, prelu, relu, relu6, selu, sigmoid, silu, softplus, softshrink, softsign, tanhshrink,
+    threshold,
+)
 from .arithmetic import (  # noqa: F401
     add, div, divide, mul, multiply, neg, negative, pow, reciprocal, square, sub, subtract,
     true_divide,
@@ -14,12 +18,23 @@ from .compare import (  # noqa: F401
 )
 from .convert import cast, clone, to_device  # noqa: F401
 from .dropout import dropout  # noqa: F401
-from .loss import cross_entropy  # noqa: F401
+from .loss import (  # noqa: F401
+    binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss, cross_entropy,
+    hinge_embedding_loss, huber_loss, kl_div, l1_loss, margin_ranking_loss, mse_loss, nll_loss,
+    smooth_l1_loss, soft_margin_loss,
+)
 from .norm import layer_norm, rms_norm  # noqa: F401
 from .select import clamp, clip, maximum, minimum, where  # noqa: F401
 from .softmax import log_softmax, softmax  # noqa: F401
 from .unary import (  # noqa: F401
     abs, ceil, cos, erf, exp, floor, log, round, rsqrt, sign, sin, sqrt, tanh, trunc,
+)
+from .unary import (  # noqa: F401
+    acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctanh, asin, asinh, atan, atanh,
+    cosh, exp2, expm1, frac, log1p, log2, log10, sinc, sinh, tan,
+)
+from .binary import (  # noqa: F401
+    atan2, copysign, hypot, lerp, logaddexp, logaddexp2, xlogy,
 )
 from .index import (  # noqa: F401
     array_index, embedding, gather, getitem, masked_fill, one_hot, scatter_add,
