@@ -73,3 +73,24 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = 0 if input.ndim in (0, 1, 3) else 1
     return tg.softmax(-input if dtype is None else -input.to(dtype), dim=dim)
+
+
+# torch's trailing-underscore functional forms: the same as inplace=True
+def relu_(input):
+    return relu(input, inplace=True)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input, threshold, value):
+    return _maybe_inplace(input, _act.threshold, True, "threshold_", threshold, value)

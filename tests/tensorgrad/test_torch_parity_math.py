@@ -308,6 +308,13 @@ def test_inplace_flag_writes_into_the_input():
         getattr(F, name)(theirs, *args, inplace=True)
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, err_msg=name)
         assert getattr(TF, name)(ours, *args).shape == ours.shape  # inplace=False by default
+    for name, args in (("relu_", ()), ("elu_", (0.5,)), ("leaky_relu_", (0.2,)),
+                       ("hardtanh_", (-0.3, 0.3)), ("threshold_", (0.1, 5.0))):
+        x = sample(5, (3, 4), "spread")
+        ours, theirs = tg.tensor(x), torch.tensor(x)
+        assert getattr(TF, name)(ours, *args) is ours
+        getattr(F, name)(theirs, *args)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, err_msg=name)
     with pytest.raises(RuntimeError, match="leaky_relu: a leaf tensor that requires grad"):
         TF.leaky_relu(tg.ones(2, requires_grad=True), inplace=True)
 
