@@ -12,8 +12,8 @@ from .containers import ModuleDict, ModuleList, Sequential  # noqa: F401
 from .layers import Dropout, Embedding, Identity, LayerNorm, Linear, RMSNorm  # noqa: F401
 from .activation import (  # noqa: F401
     CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU,
-    LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus,
-    Softshrink, Softsign, Tanh, Tanhshrink, Threshold,
+    LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmax2d, Softmin,
+    Softplus, Softshrink, Softsign, Tanh, Tanhshrink, Threshold,
 )
 from .loss import (  # noqa: F401
     BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, HingeEmbeddingLoss,

@@ -284,3 +284,13 @@ class Softmin(_SoftmaxLike):
 
 class LogSoftmax(_SoftmaxLike):
     function = F.log_softmax
+
+
+class Softmax2d(Module):
+    """softmax over the channels of (N, C, H, W) or (C, H, W) input: at every pixel."""
+
+    def forward(self, input):
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected (N, C, H, W) or (C, H, W) input, got "
+                             f"{input.shape}")
+        return F.softmax(input, dim=-3)

@@ -17,7 +17,7 @@ MODULES = [
     ("Softshrink", ()), ("Softshrink", (0.3,)), ("Hardshrink", (0.7,)), ("Sigmoid", ()),
     ("Tanh", ()), ("Softsign", ()), ("LogSigmoid", ()), ("Tanhshrink", ()), ("GLU", ()),
     ("GLU", (1,)), ("Softmax", ()), ("Softmax", (0,)), ("Softmin", (1,)), ("LogSoftmax", (-1,)),
-    ("LogSoftmax", ()), ("PReLU", ()), ("PReLU", (4, 0.1)),
+    ("LogSoftmax", ()), ("PReLU", ()), ("PReLU", (4, 0.1)), ("Softmax2d", ()),
 ]
 
 
@@ -78,3 +78,5 @@ def test_modules_keep_float32_and_check_arguments():
         nn.Hardtanh(1.0, -1.0)
     with pytest.raises(ValueError, match="GELU: approximate must be"):
         nn.GELU("fast")
+    with pytest.raises(ValueError, match=r"Softmax2d: expected \(N, C, H, W\) or \(C, H, W\)"):
+        nn.Softmax2d()(x)
