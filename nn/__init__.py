@@ -16,9 +16,9 @@ from .activation import (  # noqa: F401
     Softplus, Softshrink, Softsign, Tanh, Tanhshrink, Threshold,
 )
 from .loss import (  # noqa: F401
-    BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, HingeEmbeddingLoss,
-    HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss, NLLLoss, SmoothL1Loss,
-    SoftMarginLoss,
+    BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, GaussianNLLLoss,
+    HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss, NLLLoss,
+    PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss,
 )
 from .module import Module, Parameter, RemovableHandle  # noqa: F401
 from . import masks, positional  # noqa: F401

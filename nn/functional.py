@@ -12,10 +12,10 @@ from tensorgrad import attention_weights, scaled_dot_product_attention  # noqa: 
 
 # --- activations and losses (tensorgrad/ops/activation.py, loss.py) ------------------------------
 from tensorgrad import (  # noqa: F401  (re-exported)
-    binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss, glu,
-    hardshrink, hinge_embedding_loss, huber_loss, kl_div, l1_loss, logsigmoid, margin_ranking_loss,
-    mse_loss, nll_loss, prelu, smooth_l1_loss, soft_margin_loss, softplus, softshrink, softsign,
-    tanhshrink,
+    binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss,
+    gaussian_nll_loss, glu, hardshrink, hinge_embedding_loss, huber_loss, kl_div, l1_loss,
+    logsigmoid, margin_ranking_loss, mse_loss, nll_loss, poisson_nll_loss, prelu, smooth_l1_loss,
+    soft_margin_loss, softplus, softshrink, softsign, tanhshrink,
 )
 from tensorgrad.ops import activation as _act
 from tensorgrad.ops.unary import apply_inplace as _apply_inplace

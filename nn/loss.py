@@ -115,6 +115,31 @@ class SmoothL1Loss(_Loss):
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
+class PoissonNLLLoss(_Loss):
+    """Poisson negative log-likelihood of counts. See F.poisson_nll_loss."""
+
+    def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                 reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input, target):
+        return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full,
+                                  eps=self.eps, reduction=self.reduction)
+
+
+class GaussianNLLLoss(Module):
+    """Gaussian negative log-likelihood with a predicted variance. See F.gaussian_nll_loss."""
+
+    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+        super().__init__()
+        self.full, self.eps, self.reduction = full, eps, reduction
+
+    def forward(self, input, target, var):
+        return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
+                                   reduction=self.reduction)
+
+
 class SoftMarginLoss(_Loss):
     """log(1 + exp(-target * input)) for targets +1 / -1."""
 

@@ -20,8 +20,8 @@ from .convert import cast, clone, to_device  # noqa: F401
 from .dropout import dropout  # noqa: F401
 from .loss import (  # noqa: F401
     binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss, cross_entropy,
-    hinge_embedding_loss, huber_loss, kl_div, l1_loss, margin_ranking_loss, mse_loss, nll_loss,
-    smooth_l1_loss, soft_margin_loss,
+    gaussian_nll_loss, hinge_embedding_loss, huber_loss, kl_div, l1_loss, margin_ranking_loss,
+    mse_loss, nll_loss, poisson_nll_loss, smooth_l1_loss, soft_margin_loss,
 )
 from .norm import layer_norm, rms_norm  # noqa: F401
 from .select import clamp, clip, maximum, minimum, where  # noqa: F401

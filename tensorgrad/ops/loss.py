@@ -9,11 +9,13 @@ binary cross-entropies, kl_div) refuse input and target of different shapes. PyT
 them (with at most a warning), and a silently broadcast loss is almost always a bug: (N,)
 against (N, 1) makes an (N, N) loss.
 """
+import math
+
 from ..autograd import primitive
 from ..tensor import Tensor
 from .activation import _log1p_exp
 from .binary import xlogy
-from .operands import require_float
+from .operands import as_operand, require_float
 from .select import where
 from .softmax import log_softmax, softmax
 from .unary import exp, log
@@ -328,6 +330,62 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     size = diff.abs()
     loss = where(size < beta, diff * diff * (0.5 / beta), size - 0.5 * beta)
     return _reduce(loss, reduction, "smooth_l1_loss")
+
+
+# --- likelihoods: Poisson counts and Gaussian means with a predicted variance ---------------------
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    """Negative log-likelihood of counts `target` under Poisson(rate), dropping log(target!):
+    exp(input) - target * input when input is the log-rate (log_input), else
+    rate - target * log(rate + eps). full adds Stirling's approximation of log(target!) where
+    target > 1."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _same_shape(input, target, "poisson_nll_loss")
+    require_float(input, "poisson_nll_loss")
+    if log_input:
+        loss = exp(input) - target * input
+    else:
+        loss = input - target * log(input + eps)
+    if full:
+        big = target > 1
+        t = where(big, target, 2.0)  # log(0) stays out of the masked entries and their gradients
+        loss = loss + where(big, t * log(t) - t + 0.5 * log(t * (2.0 * math.pi)), 0.0)
+    return _reduce(loss, reduction, "poisson_nll_loss")
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """Negative log-likelihood of target under N(input, var): 0.5 (log var + (input - target)^2 /
+    var), plus 0.5 log(2 pi) when full.
+
+    var: input's shape, input's shape less the last dim, or input's shape with one dim of size
+    1 (one variance shared along it), or a float. It must be >= 0; values below eps count as
+    eps in the loss while the gradient passes through unchanged, as in PyTorch.
+    """
+    _same_shape(input, target, "gaussian_nll_loss")
+    require_float(input, "gaussian_nll_loss")
+    if not isinstance(var, Tensor):
+        if var < 0:
+            raise ValueError(f"gaussian_nll_loss: var must be >= 0, got {var}")
+        var = as_operand(float(var), input).expand(*input.shape)
+    if var.shape != input.shape:
+        if var.shape == input.shape[:-1]:
+            var = var.unsqueeze(-1)
+        elif var.ndim != input.ndim or [v for i, v in zip(input.shape, var.shape) if i != v] != [1]:
+            raise ValueError(f"gaussian_nll_loss: var of shape {var.shape} fits neither the "
+                             f"input's shape {input.shape}, that shape less its last dim, nor "
+                             f"that shape with one dim of size 1")
+    if bool((var.data < 0).any()):
+        raise ValueError("gaussian_nll_loss: var has negative entries")
+    _check_reduction(reduction, "gaussian_nll_loss")
+    var = var + (var.detach().clamp(min=eps) - var.detach())  # clamped value, identity gradient
+    diff = input - target
+    loss = 0.5 * (log(var) + diff * diff / var)
+    if full:
+        loss = loss + 0.5 * _LOG_2PI
+    return _reduce(loss, reduction, "gaussian_nll_loss")
 
 
 # --- embeddings and rankings: targets are +1 / -1 ------------------------------------------------

@@ -191,6 +191,42 @@ def test_ranking_losses_match_torch(reduction, margin):
             torch.nn.HingeEmbeddingLoss(margin + 1.0, reduction=reduction), np.abs(a), y)
 
 
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("log_input, full", [(True, False), (False, False), (True, True),
+                                             (False, True)])
+def test_poisson_nll_loss_matches_torch(reduction, log_input, full):
+    counts = np.random.default_rng(4).poisson(2.0, (6, 5)).astype(np.float64)  # 0, 1 and more
+    rate = X if log_input else np.abs(X) + 0.1
+    compare(nn.PoissonNLLLoss(log_input, full, reduction=reduction),
+            torch.nn.PoissonNLLLoss(log_input, full, reduction=reduction), rate, counts)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("var_shape", [(6, 5), (6,), (6, 1), (1, 5), "float"])
+@pytest.mark.parametrize("full", [False, True])
+def test_gaussian_nll_loss_matches_torch(reduction, var_shape, full):
+    if var_shape == "float":
+        ours = nn.GaussianNLLLoss(full=full, reduction=reduction)
+        theirs = torch.nn.GaussianNLLLoss(full=full, reduction=reduction)
+        compare(lambda a, b: ours(a, b, 0.7), lambda a, b: theirs(a, b, 0.7), X, T,
+                grads=[True, True])
+        return
+    var = np.abs(np.random.default_rng(5).standard_normal(var_shape)) + 0.05
+    var.flat[0] = 1e-9  # below eps: counts as eps, the gradient passes through
+    compare(nn.GaussianNLLLoss(full=full, reduction=reduction),
+            torch.nn.GaussianNLLLoss(full=full, reduction=reduction), X, T, var,
+            grads=[True, True, True])
+
+
+def test_gaussian_nll_loss_checks_var():
+    with pytest.raises(ValueError, match=r"var of shape \(5, 6\) fits neither"):
+        F.gaussian_nll_loss(tg.zeros(6, 5), tg.zeros(6, 5), tg.ones(5, 6))
+    with pytest.raises(ValueError, match="var has negative entries"):
+        F.gaussian_nll_loss(tg.zeros(2), tg.zeros(2), -tg.ones(2))
+    with pytest.raises(ValueError, match="var must be >= 0"):
+        F.gaussian_nll_loss(tg.zeros(2), tg.zeros(2), -1.0)
+
+
 def test_legacy_flags_decide_the_reduction():
     x, t = X.astype(np.float32), T.astype(np.float32)
     for size_average, reduce in ((False, None), (None, False), (True, True), (False, True)):
@@ -240,5 +276,7 @@ def test_losses_pass_second_order_gradcheck():
                lambda a: F.kl_div(a.log_softmax(1), p, reduction="batchmean"),
                lambda a: F.mse_loss(a, t), lambda a: F.huber_loss(a, t, delta=0.5),
                lambda a: F.smooth_l1_loss(a, t, beta=0.5), lambda a: F.soft_margin_loss(a, t),
-               lambda a: F.cosine_embedding_loss(a, t, tg.tensor([1.0, -1.0, -1.0]))):
+               lambda a: F.cosine_embedding_loss(a, t, tg.tensor([1.0, -1.0, -1.0])),
+               lambda a: F.poisson_nll_loss(a, p, full=True),
+               lambda a: F.gaussian_nll_loss(t, p, a * a + 0.1, full=True)):
         assert tg.gradcheck(fn, (x,)) and tg.gradgradcheck(fn, (x,))
