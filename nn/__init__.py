@@ -9,13 +9,20 @@
 from . import functional, init, optim, utils  # noqa: F401
 from .checkpoint import CheckpointError, load, save  # noqa: F401
 from .containers import ModuleDict, ModuleList, Sequential  # noqa: F401
+from .activation import (  # noqa: F401
+    CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU,
+    LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmax2d, Softmin,
+    Softplus, Softshrink, Softsign, Tanh, Tanhshrink, Threshold,
+)
 from .conv import (  # noqa: F401
     Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d,
 )
-from .layers import (  # noqa: F401
-    GELU, Dropout, Embedding, Identity, LayerNorm, Linear, ReLU, RMSNorm, SiLU, Softmax, Tanh,
+from .layers import Dropout, Embedding, Identity, LayerNorm, Linear, RMSNorm  # noqa: F401
+from .loss import (  # noqa: F401
+    BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, GaussianNLLLoss,
+    HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss, NLLLoss,
+    PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss,
 )
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss  # noqa: F401
 from .module import Module, Parameter, RemovableHandle  # noqa: F401
 from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm  # noqa: F401
 from .pooling import (  # noqa: F401

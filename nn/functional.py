@@ -18,51 +18,87 @@ from tensorgrad.ops.conv import fold, unfold  # noqa: F401  (not top-level: Tens
 from tensorgrad.ops.channel_norm import normalize  # noqa: F401
 from tensorgrad.ops.resize import interpolate  # noqa: F401
 
-_REDUCTIONS = ("mean", "sum", "none")
+# --- activations and losses (tensorgrad/ops/activation.py, loss.py) ------------------------------
+from tensorgrad import (  # noqa: F401  (re-exported)
+    binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss,
+    gaussian_nll_loss, glu, hardshrink, hinge_embedding_loss, huber_loss, kl_div, l1_loss,
+    logsigmoid, margin_ranking_loss, mse_loss, nll_loss, poisson_nll_loss, prelu, smooth_l1_loss,
+    soft_margin_loss, softplus, softshrink, softsign, tanhshrink,
+)
+from tensorgrad.ops import activation as _act
+from tensorgrad.ops.unary import apply_inplace as _apply_inplace
 
 
-def _reduce(loss, reduction, op):
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{op}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+def _maybe_inplace(input, op, inplace, name, *args):
+    # torch's inplace=True writes the result into input; tensorgrad refuses it, as every
+    # in-place update, for a tensor autograd tracks (it records no in-place ops).
+    return _apply_inplace(input, op, name, *args) if inplace else op(input, *args)
 
 
-def _same_shape(input, target, op):
-    # PyTorch broadcasts here with only a warning; a silently broadcast loss is almost always a
-    # bug ((N,) against (N, 1) makes an (N, N) loss), so it is an error.
-    if input.shape != target.shape:
-        raise ValueError(f"{op}: input and target must have the same shape, got {input.shape} "
-                         f"and {target.shape}")
+def relu6(input, inplace=False):
+    return _maybe_inplace(input, _act.relu6, inplace, "relu6")
 
 
-def mse_loss(input, target, reduction="mean"):
-    """Mean squared error: mean((input - target)^2). Shapes must match."""
-    _same_shape(input, target, "mse_loss")
-    diff = input - target
-    return _reduce(diff * diff, reduction, "mse_loss")
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _maybe_inplace(input, _act.leaky_relu, inplace, "leaky_relu", negative_slope)
 
 
-def _softplus(x):
-    """log(1 + exp(x)) as logsumexp(0, x): stable for large |x|, and its gradient is
-    sigmoid(x) everywhere (formulas built from |x| get the wrong slope at exactly 0)."""
-    return tg.logsumexp(tg.stack([tg.zeros_like(x), x], dim=-1), dim=-1)
+def elu(input, alpha=1.0, inplace=False):
+    return _maybe_inplace(input, _act.elu, inplace, "elu", alpha)
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean",
-                                     pos_weight=None):
-    """Binary cross-entropy on logits: -[pw * t * log sigmoid(x) + (1 - t) * log(1 - sigmoid(x))].
+def celu(input, alpha=1.0, inplace=False):
+    return _maybe_inplace(input, _act.celu, inplace, "celu", alpha)
 
-    Computed as (1 - t) * x + (1 + (pw - 1) * t) * softplus(-x), which never takes the log of 0.
-    input, target: same shape; weight broadcasts against the loss; pos_weight (C,) weighs the
-    positive term of each class (last dimension).
-    """
-    _same_shape(input, target, "binary_cross_entropy_with_logits")
-    log_weight = 1.0 if pos_weight is None else 1.0 + (pos_weight - 1.0) * target
-    loss = (1.0 - target) * input + log_weight * _softplus(-input)
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+def selu(input, inplace=False):
+    return _maybe_inplace(input, _act.selu, inplace, "selu")
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    return _maybe_inplace(input, _act.hardtanh, inplace, "hardtanh", min_val, max_val)
+
+
+def hardsigmoid(input, inplace=False):
+    return _maybe_inplace(input, _act.hardsigmoid, inplace, "hardsigmoid")
+
+
+def hardswish(input, inplace=False):
+    return _maybe_inplace(input, _act.hardswish, inplace, "hardswish")
+
+
+def mish(input, inplace=False):
+    return _maybe_inplace(input, _act.mish, inplace, "mish")
+
+
+def threshold(input, threshold, value, inplace=False):
+    return _maybe_inplace(input, _act.threshold, inplace, "threshold", threshold, value)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(-input) along dim (PyTorch's implicit dim for dim=None: 0 for 0-, 1- and 3-d
+    input, else 1)."""
+    if dim is None:
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+    return tg.softmax(-input if dtype is None else -input.to(dtype), dim=dim)
+
+
+# torch's trailing-underscore functional forms: the same as inplace=True
+def relu_(input):
+    return relu(input, inplace=True)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input, threshold, value):
+    return _maybe_inplace(input, _act.threshold, True, "threshold_", threshold, value)

@@ -1,4 +1,4 @@
-"""Layers: Linear, Embedding, LayerNorm, RMSNorm, Dropout, activations, Identity.
+"""Layers: Linear, Embedding, LayerNorm, RMSNorm, Dropout, Identity (activations: activation.py).
 
 Each holds its parameters, initialises them as PyTorch does, and calls the functional form.
 """
@@ -155,46 +155,3 @@ class Dropout(Module):
 
     def extra_repr(self):
         return f"p={self.p}"
-
-
-class ReLU(Module):
-    def forward(self, x):
-        return F.relu(x)
-
-
-class GELU(Module):
-    """GELU: x * Phi(x); approximate='tanh' is the tanh form GPT-2 and BERT were trained with."""
-
-    def __init__(self, approximate="none"):
-        super().__init__()
-        if approximate not in ("none", "tanh"):
-            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
-        self.approximate = approximate
-
-    def forward(self, x):
-        return F.gelu(x, approximate=self.approximate)
-
-    def extra_repr(self):
-        return f"approximate={self.approximate!r}"
-
-
-class SiLU(Module):
-    def forward(self, x):
-        return F.silu(x)
-
-
-class Tanh(Module):
-    def forward(self, x):
-        return F.tanh(x)
-
-
-class Softmax(Module):
-    def __init__(self, dim=-1):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, x):
-        return F.softmax(x, dim=self.dim)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"

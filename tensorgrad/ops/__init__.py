@@ -4,9 +4,16 @@
 exported here are what users and Tensor methods call.
 """
 from .attention import attention_weights, scaled_dot_product_attention  # noqa: F401
-from .activation import gelu, relu, sigmoid, silu  # noqa: F401
+from .activation import (  # noqa: F401
+    celu, elu, gelu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid,
+    mish, prelu, relu, relu6, selu, sigmoid, silu, softplus, softshrink, softsign, tanhshrink,
+    threshold,
+)
 from .arithmetic import (  # noqa: F401
     add, mul, multiply, neg, negative, pow, reciprocal, square, sub, subtract,
+)
+from .binary import (  # noqa: F401
+    atan2, copysign, hypot, lerp, logaddexp, logaddexp2, xlogy,
 )
 from .bitwise import (  # noqa: F401
     bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift, bitwise_xor,
@@ -19,7 +26,11 @@ from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d  # 
 from .convert import cast, clone, to_device  # noqa: F401
 from .division import div, divide, floor_divide, fmod, remainder, true_divide  # noqa: F401
 from .dropout import dropout  # noqa: F401
-from .loss import cross_entropy  # noqa: F401
+from .loss import (  # noqa: F401
+    binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss, cross_entropy,
+    gaussian_nll_loss, hinge_embedding_loss, huber_loss, kl_div, l1_loss, margin_ranking_loss,
+    mse_loss, nll_loss, poisson_nll_loss, smooth_l1_loss, soft_margin_loss,
+)
 from .norm import layer_norm, rms_norm  # noqa: F401
 from .select import clamp, clip, maximum, minimum, where  # noqa: F401
 from .softmax import log_softmax, softmax  # noqa: F401
@@ -40,7 +51,9 @@ from .shape import (  # noqa: F401
     unsqueeze, view, view_as,
 )
 from .unary import (  # noqa: F401
-    abs, ceil, cos, erf, exp, floor, log, round, rsqrt, sign, sin, sqrt, tanh, trunc,
+    abs, acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctanh, asin, asinh, atan, atanh,
+    ceil, cos, cosh, erf, exp, exp2, expm1, floor, frac, log, log1p, log2, log10, round, rsqrt,
+    sign, sin, sinc, sinh, sqrt, tan, tanh, trunc,
 )
 
 from .. import tensor as _tensor  # noqa: E402

@@ -1,12 +1,17 @@
-"""Unary math primitives (exp, log, sqrt, abs, sin, cos, tanh, erf) and the rounding functions.
+"""Unary math primitives (exp, log, sqrt, abs, trigonometric and hyperbolic functions and their
+inverses, log1p/expm1, log2/log10/exp2, erf), the rounding functions, and the in-place `_` forms.
 
-Each primitive is its forward on arrays followed by its VJP in tensorgrad ops.
+Each primitive is its forward on arrays followed by its VJP in tensorgrad ops. The inverse and
+hyperbolic functions, log1p/expm1 and the base-2/10 forms are primitives rather than composites
+for accuracy: sinh(1e-10) as (e^x - e^-x) / 2 keeps 7 digits, log1p(1e-12) as log(1 + x) none,
+log(1000) / log(10) is 2.9999999999999996; the backend's own functions are exact to rounding.
 """
 import math
 
 from ..autograd import primitive
 from ..tensor import Tensor, tensor_method
 from .operands import require_float
+from .select import where
 
 
 # --- unary math -----------------------------------------------------------------------------------
@@ -96,6 +101,158 @@ def _erf_vjp(ctx, g):
     return g * (2.0 / math.sqrt(math.pi)) * exp(-(x * x))
 
 
+@primitive("tan", saves_out=True)
+def _tan(xp, x):
+    return xp.tan(x)
+
+
+@_tan.defvjp
+def _tan_vjp(ctx, g):
+    return g * (1.0 + ctx.out * ctx.out)
+
+
+@primitive("asin", saves=(0,))
+def _asin(xp, x):
+    return xp.arcsin(x)
+
+
+@_asin.defvjp
+def _asin_vjp(ctx, g):
+    x, = ctx.inputs
+    return g / sqrt(1.0 - x * x)
+
+
+@primitive("acos", saves=(0,))
+def _acos(xp, x):
+    return xp.arccos(x)
+
+
+@_acos.defvjp
+def _acos_vjp(ctx, g):
+    x, = ctx.inputs
+    return -g / sqrt(1.0 - x * x)
+
+
+@primitive("atan", saves=(0,))
+def _atan(xp, x):
+    return xp.arctan(x)
+
+
+@_atan.defvjp
+def _atan_vjp(ctx, g):
+    x, = ctx.inputs
+    return g / (1.0 + x * x)
+
+
+@primitive("sinh", saves=(0,))
+def _sinh(xp, x):
+    return xp.sinh(x)
+
+
+@_sinh.defvjp
+def _sinh_vjp(ctx, g):
+    x, = ctx.inputs
+    return g * cosh(x)
+
+
+@primitive("cosh", saves=(0,))
+def _cosh(xp, x):
+    return xp.cosh(x)
+
+
+@_cosh.defvjp
+def _cosh_vjp(ctx, g):
+    x, = ctx.inputs
+    return g * sinh(x)
+
+
+@primitive("asinh", saves=(0,))
+def _asinh(xp, x):
+    return xp.arcsinh(x)
+
+
+@_asinh.defvjp
+def _asinh_vjp(ctx, g):
+    x, = ctx.inputs
+    return g / sqrt(x * x + 1.0)
+
+
+@primitive("acosh", saves=(0,))
+def _acosh(xp, x):
+    return xp.arccosh(x)
+
+
+@_acosh.defvjp
+def _acosh_vjp(ctx, g):
+    x, = ctx.inputs
+    return g / sqrt((x - 1.0) * (x + 1.0))  # factored: x * x - 1 cancels near x = 1
+
+
+@primitive("atanh", saves=(0,))
+def _atanh(xp, x):
+    return xp.arctanh(x)
+
+
+@_atanh.defvjp
+def _atanh_vjp(ctx, g):
+    x, = ctx.inputs
+    return g / (1.0 - x * x)
+
+
+@primitive("log1p", saves=(0,))
+def _log1p(xp, x):
+    return xp.log1p(x)
+
+
+@_log1p.defvjp
+def _log1p_vjp(ctx, g):
+    x, = ctx.inputs
+    return g / (1.0 + x)
+
+
+@primitive("expm1", saves=(0,))
+def _expm1(xp, x):
+    return xp.expm1(x)
+
+
+@_expm1.defvjp
+def _expm1_vjp(ctx, g):
+    x, = ctx.inputs
+    return g * exp(x)  # not out + 1: for x < -17 that is 0 in float32, exp(x) is not
+
+
+@primitive("log2", saves=(0,))
+def _log2(xp, x):
+    return xp.log2(x)
+
+
+@_log2.defvjp
+def _log2_vjp(ctx, g):
+    x, = ctx.inputs
+    return g / (x * math.log(2.0))
+
+
+@primitive("log10", saves=(0,))
+def _log10(xp, x):
+    return xp.log10(x)
+
+
+@_log10.defvjp
+def _log10_vjp(ctx, g):
+    x, = ctx.inputs
+    return g / (x * math.log(10.0))
+
+
+@primitive("exp2", saves_out=True)
+def _exp2(xp, x):
+    return xp.exp2(x)
+
+
+@_exp2.defvjp
+def _exp2_vjp(ctx, g):
+    return g * ctx.out * math.log(2.0)
+
+
 def _unary(prim, name):
     def op(x):
         require_float(x, name)
@@ -111,6 +268,24 @@ sin = tensor_method(_unary(_sin, "sin"))
 cos = tensor_method(_unary(_cos, "cos"))
 tanh = tensor_method(_unary(_tanh, "tanh"))
 erf = tensor_method(_unary(_erf, "erf"))
+tan = tensor_method(_unary(_tan, "tan"))
+asin = tensor_method(_unary(_asin, "asin"))
+acos = tensor_method(_unary(_acos, "acos"))
+atan = tensor_method(_unary(_atan, "atan"))
+sinh = tensor_method(_unary(_sinh, "sinh"))
+cosh = tensor_method(_unary(_cosh, "cosh"))
+asinh = tensor_method(_unary(_asinh, "asinh"))
+acosh = tensor_method(_unary(_acosh, "acosh"))
+atanh = tensor_method(_unary(_atanh, "atanh"))
+log1p = tensor_method(_unary(_log1p, "log1p"))
+expm1 = tensor_method(_unary(_expm1, "expm1"))
+log2 = tensor_method(_unary(_log2, "log2"))
+log10 = tensor_method(_unary(_log10, "log10"))
+exp2 = tensor_method(_unary(_exp2, "exp2"))
+# NumPy's spellings, which torch also accepts
+arcsin, arccos, arctan = (tensor_method(f, "arc" + f.__name__[1:]) for f in (asin, acos, atan))
+arcsinh, arccosh, arctanh = (tensor_method(f, "arc" + f.__name__[1:])
+                             for f in (asinh, acosh, atanh))
 
 
 # --- rounding: piecewise constant, so the gradient is zero (as in PyTorch, rather than an error)
@@ -166,3 +341,42 @@ def abs(x):
 def rsqrt(x):
     return sqrt(x).reciprocal()
 
+
+
+@tensor_method
+def frac(x):
+    """x - trunc(x): the fractional part, with x's sign (gradient 1, as in PyTorch)."""
+    return x - trunc(x)
+
+
+@tensor_method
+def sinc(x):
+    """sin(pi x) / (pi x), and 1 at x = 0 (the limit; the gradient there is 0)."""
+    require_float(x, "sinc")
+    zero = x == 0
+    px = where(zero, 1.0, x) * math.pi  # no 0 / 0 at x = 0, in the value or the gradient
+    return where(zero, 1.0, sin(px) / px)
+
+
+# --- in-place forms: x.exp_() and friends, for tensors autograd does not track -------------------
+def apply_inplace(x, op, name, *args, **kwargs):
+    """Compute op(x, ...) and write it into x: what x.exp_() and F.relu(x, inplace=True) do, with
+    the meaning every in-place op has here (Tensor._update, tensorgrad/inplace.py): in memory
+    outside the graph, PyTorch's error on a leaf that requires grad, and the Tensor object
+    taking the result inside the graph."""
+    return x._update(name, lambda t, _: op(t, *args, **kwargs), None)
+
+
+def inplace_form(op, name):
+    """Declare the Tensor method `name` (e.g. exp_) as the in-place form of op."""
+    def method(x, *args, **kwargs):
+        return apply_inplace(x, op, name, *args, **kwargs)
+    method.__name__, method.__qualname__ = name, name
+    method.__doc__ = f"In-place {op.__name__}: writes {op.__name__}(self, ...) into self."
+    return tensor_method(method, name)
+
+
+for _op in (exp, log, sqrt, rsqrt, sin, cos, tanh, erf, tan, asin, acos, atan, sinh, cosh, asinh,
+            acosh, atanh, log1p, expm1, log2, log10, exp2, abs, sign, floor, ceil, trunc, round,
+            frac, sinc):
+    inplace_form(_op, _op.__name__ + "_")

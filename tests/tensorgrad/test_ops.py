@@ -63,6 +63,7 @@ def seeded_dropout(x, p=0.5):
 
 SPREAD = [[-1.2, -0.3, 0.1], [0.7, 2.0, -0.8]]  # away from the clamp bounds used below
 ROUNDING = [[-1.26, -0.3, 0.12], [0.7, 2.33, -0.81]]  # away from integers, halves and tenths
+SPREAD_UNIT = [[-0.8, -0.3, 0.1], [0.45, 0.7, -0.55]]  # inside (-1, 1): asin, acos, atanh, tan
 MASK = [[True, False, True], [False, False, True]]
 NUM, DEN = [[5.3, -5.3, 2.2], [-7.1, 0.8, 3.9]], [[2.0, 2.0, -1.5], [1.5, -0.3, 1.1]]
 INDEX_ADD = tg.PRIMITIVES["index_add"]  # only reached through a VJP otherwise
@@ -110,6 +111,27 @@ CASES = [
     case("sigmoid", lambda a: tg.silu(a), (2, 3)),
     case("relu", lambda a: a.relu(), apart(2, 3)),
     case("erf", lambda a: a.erf(), (2, 3)),
+    case("tan", lambda a: a.tan(), leaf(SPREAD_UNIT)),
+    case("asin", lambda a: a.asin(), leaf(SPREAD_UNIT)),
+    case("acos", lambda a: a.arccos(), leaf(SPREAD_UNIT)),
+    case("atan", lambda a: a.atan(), (2, 3)),
+    case("sinh", lambda a: a.sinh(), (2, 3)),
+    case("cosh", lambda a: a.cosh(), (2, 3)),
+    case("asinh", lambda a: a.asinh(), (2, 3)),
+    case("acosh", lambda a: (a + 1.0).acosh(), positive(2, 3)),
+    case("atanh", lambda a: a.atanh(), leaf(SPREAD_UNIT)),
+    case("log1p", lambda a: a.log1p(), positive(2, 3)),
+    case("expm1", lambda a: a.expm1(), (2, 3)),
+    case("expm1", lambda a: tg.elu(a), apart(2, 3)),
+    case("log2", lambda a: a.log2(), positive(2, 3)),
+    case("log10", lambda a: a.log10(), positive(2, 3)),
+    case("exp2", lambda a: a.exp2(), (2, 3)),
+    case("atan2", lambda a, b: a.atan2(b), (2, 3), (3,)),
+    case("hypot", lambda a, b: tg.hypot(a, b), (2, 1), (1, 3)),
+    case("copysign", lambda a, b: a.copysign(b), apart(2, 3), (3,)),
+    case("copysign", lambda a: tg.copysign(a, -1.0), apart(3,)),
+    case("logaddexp", lambda a, b: tg.logaddexp(a, b), (2, 3), (2, 1)),
+    case("logaddexp", lambda a, b: a.logaddexp2(b), (3,), (2, 3)),
     case("gelu", lambda a: tg.gelu(a), (2, 3)),
     case("gelu", lambda a: tg.gelu(a * 4.0), (3, 4)),
     # selections: a tie is a kink, so tie cases stop at first order
