@@ -17,6 +17,7 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 from . import viz  # noqa: F401  (graph pictures; graphviz is imported only when drawing)
 from .ops import *  # noqa: F401,F403
 from .ops import abs, all, any, max, min, pow, round, sum  # noqa: F401  (shadow builtins on purpose)
+from .serialization import CheckpointError, load, save  # noqa: F401  (safetensors, no pickle)
 from .tensor import (  # noqa: F401
     Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, is_tensor,
     linspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
