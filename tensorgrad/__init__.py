@@ -13,6 +13,7 @@ from .backend import (  # noqa: F401
     bool_, cuda_is_available, default_device, float16, float32, float64, int8, int16, int32,
     int64, manual_seed, set_default_device, uint8,
 )
+from .backend.dtype_info import finfo, iinfo  # noqa: F401
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 from . import viz  # noqa: F401  (graph pictures; graphviz is imported only when drawing)
 from .ops import *  # noqa: F401,F403
