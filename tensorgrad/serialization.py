@@ -188,10 +188,13 @@ def _remove_stale_temporaries(directory, base):
     another thread, since a failing save removes its file itself."""
     prefix = f".{base}."
     for entry in os.listdir(directory):
-        if not (entry.startswith(prefix) and entry.endswith(".tmp")):
+        # Exactly .{base}.{pid}.{random}.tmp: a longer name is another file's temporary
+        # (".ckpt.pt.bak.<pid>..." belongs to ckpt.pt.bak, not to ckpt.pt).
+        parts = entry[len(prefix):].split(".") if entry.startswith(prefix) else []
+        if len(parts) != 3 or parts[2] != "tmp" or not parts[0].isdigit():
             continue
-        pid = entry[len(prefix):].split(".", 1)[0]
-        if pid.isdigit() and (int(pid) == os.getpid() or _process_alive(int(pid))):
+        pid = int(parts[0])
+        if pid == os.getpid() or _process_alive(pid):
             continue
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(directory, entry))

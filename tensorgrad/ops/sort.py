@@ -17,17 +17,26 @@ from .operands import normalize_dim
 from .reduce import values_indices
 
 
+def _ascending(xp, x, dim, stable):
+    # NumPy's default quicksort is several times faster than its stable sort, so stability is
+    # asked for only when wanted. CuPy's sort is always stable, and older CuPy takes no `kind`.
+    if stable:
+        try:
+            return xp.argsort(x, axis=dim, kind="stable")
+        except (TypeError, ValueError):
+            pass
+    return xp.argsort(x, axis=dim)
+
+
 @primitive("argsort", differentiable=False)
 def _argsort(xp, x, dim, descending, stable):
-    # NumPy's default quicksort is several times faster than its stable sort; CuPy's is stable.
-    kind = {"kind": "stable"} if stable else {}
     if not descending:
-        return xp.argsort(x, axis=dim, **kind).astype("int64", copy=False)
+        return _ascending(xp, x, dim, stable).astype("int64", copy=False)
     if not stable:  # the ascending order reversed: NaN, sorted last, comes first
-        return xp.flip(xp.argsort(x, axis=dim), axis=dim).astype("int64", copy=False)
+        return xp.flip(_ascending(xp, x, dim, False), axis=dim).astype("int64", copy=False)
     # Stable: sort the reversed row ascending, then reverse the result, which puts equal values
     # back in their original order.
-    order = xp.flip(xp.argsort(xp.flip(x, axis=dim), axis=dim, **kind), axis=dim)
+    order = xp.flip(_ascending(xp, xp.flip(x, axis=dim), dim, True), axis=dim)
     return (x.shape[dim] - 1 - order).astype("int64", copy=False)
 
 

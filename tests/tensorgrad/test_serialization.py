@@ -140,9 +140,13 @@ def test_the_next_save_removes_temporaries_of_dead_saves_only(tmp_path):
     dead.write_bytes(b"half a checkpoint")
     alive = tmp_path / f".ckpt.safetensors.{os.getppid()}.def456.tmp"  # another live writer
     alive.write_bytes(b"being written")
-    other = tmp_path / ".other.safetensors.1.x.tmp"  # another checkpoint's: not ours to touch
-    other.write_bytes(b"")
+    dead_pid = dead.name.split(".")[3]
+    others = [tmp_path / f".other.safetensors.{dead_pid}.x.tmp",  # other checkpoints' files
+              tmp_path / f".ckpt.safetensors.bak.{dead_pid}.x.tmp"]
+    for other in others:
+        other.write_bytes(b"")
     assert tg.load(path) == {"step": 1}  # a leftover temporary never stands in for the file
     tg.save({"step": 2}, path)
-    assert sorted(os.listdir(tmp_path)) == sorted([path.name, alive.name, other.name])
+    assert sorted(os.listdir(tmp_path)) == sorted([path.name, alive.name] + [o.name
+                                                                           for o in others])
     assert tg.load(path) == {"step": 2}
