@@ -28,6 +28,7 @@ package reads the files we write.
 import contextlib
 import io
 import json
+import math
 import os
 import struct
 import tempfile
@@ -213,12 +214,14 @@ def _process_alive(pid):
 
 
 # --- loading -------------------------------------------------------------------------------------
-def load(f, map_location=None):
+def load(f, map_location=None, *, weights_only=None):
     """Read a checkpoint written by `save` from a path or a binary file, or any safetensors
     file as a flat {name: Tensor} dict.
 
     map_location: None puts each tensor back on the device it was saved from (as PyTorch
     does); a device string puts all on that device; a dict {"cuda:0": "cpu"} remaps devices.
+    weights_only: accepted for PyTorch compatibility; loading is always "weights only" (tensors
+    and plain values, nothing executed), whatever it says.
     Loaded tensors are plain Tensors (requires_grad as saved). Raises CheckpointError naming the
     file when it is truncated, corrupt, or a pickle (which is never loaded).
     """
@@ -246,7 +249,7 @@ def _load(f, name, map_location):
         header, text = _read_header(f, prefix, size, name)
         metadata = header.pop("__metadata__", None) or {}
         if not isinstance(metadata, dict):
-            raise CheckpointError("its __metadata__ is not a JSON object")
+            raise ValueError("its __metadata__ is not a JSON object")
         arrays, crc = _read_arrays(f, header, size - 8 - len(text), name)
     except CheckpointError:
         raise
@@ -311,10 +314,14 @@ def _read_arrays(f, header, data_size, name):
         if code not in _DTYPES:
             raise CheckpointError(f"load: tensor {key!r} in {name} is {code}, which NumPy "
                                   f"cannot hold; supported: {', '.join(_DTYPES)}")
-        array = numpy.empty([int(s) for s in shape], dtype=_DTYPES[code])
-        if begin != end or stop - begin != array.nbytes:
+        dtype = _backends.as_dtype(_DTYPES[code])
+        # Sizes are checked before allocating: a damaged shape must not ask for terabytes.
+        nbytes = math.prod(int(s) for s in shape) * dtype.itemsize
+        if begin != end or stop - begin != nbytes or stop > data_size:
             raise ValueError(f"tensor {key!r} has data_offsets [{begin}, {stop}], expected "
-                             f"[{end}, {end + array.nbytes}] for {code} of shape {shape}")
+                             f"[{end}, {end + nbytes}] for {code} of shape {shape} in "
+                             f"{data_size} bytes of data")
+        array = numpy.empty([int(s) for s in shape], dtype=dtype)
         if f.readinto(_bytes_of(array)) != array.nbytes:
             raise EOFError(f"the data of tensor {key!r} is cut short")
         crc = zlib.crc32(_bytes_of(array), crc)

@@ -92,6 +92,15 @@ def test_two_byte_edits_that_keep_the_json_valid_are_detected():
         _expect_detected(data.replace(old, new, 1), f"{old} -> {new}")
 
 
+def test_a_shape_claiming_terabytes_is_refused_before_allocating():
+    """A foreign safetensors file (no checksum) whose header is well-formed but lies."""
+    header = json.dumps({"w": {"dtype": "F32", "shape": [10**12],
+                               "data_offsets": [0, 16]}}).encode()
+    data = struct.pack("<Q", len(header)) + header + bytes(16)
+    with pytest.raises(tg.CheckpointError, match="corrupt .*shape \\[1000000000000\\]"):
+        tg.load(_Named(data))
+
+
 def _with_structure(structure, arrays=None):
     """A file whose checksum is right but whose structure is the given (hand-made) one."""
     buffer = _Named()

@@ -39,6 +39,12 @@ def test_loaded_tensors_are_fresh_and_writable(tmp_path):
     assert w.tolist() == [2.0, 2.0, 2.0]
 
 
+def test_weights_only_is_accepted_and_loading_is_always_weights_only(tmp_path):
+    tg.save({"w": tg.ones(1)}, tmp_path / "c.pt")
+    for weights_only in (None, True, False):
+        assert tg.load(tmp_path / "c.pt", weights_only=weights_only)["w"].tolist() == [1.0]
+
+
 def test_file_objects_work_like_paths():
     buffer = io.BytesIO()
     tg.save({"w": tg.arange(4), "step": 2}, buffer)
