@@ -3,6 +3,7 @@ tensor table, the metadata JSON (format, structure, checksum) and the tensor dat
 file is a CheckpointError naming it, never a wrong value or another exception."""
 import io
 import json
+import random
 import struct
 
 import pytest
@@ -64,11 +65,23 @@ def test_the_regions_cover_the_whole_file():
 def test_every_flipped_byte_is_detected(region, mask):
     data = _saved()
     positions = _regions(data)[region]
-    step = max(1, len(positions) // 400)  # every byte of the header; a sample of big data
-    for pos in positions[::step]:
+    for pos in positions:  # every byte of the file, four ways
         damaged = bytearray(data)
         damaged[pos] ^= mask
         _expect_detected(bytes(damaged), f"{region} byte {pos} ^ {mask:#x}")
+
+
+@pytest.mark.slow
+def test_random_flips_in_a_large_checkpoint_are_detected():
+    rng = random.Random(0)
+    buffer = io.BytesIO()
+    tg.save({"model": {f"h.{i}.w": tg.randn(256, 256) for i in range(4)}, "step": 7}, buffer)
+    data = buffer.getvalue()
+    for _ in range(2000):
+        damaged = bytearray(data)
+        pos = rng.randrange(len(data))
+        damaged[pos] ^= rng.randrange(1, 256)
+        _expect_detected(bytes(damaged), f"byte {pos}")
 
 
 def test_every_truncation_and_any_appended_bytes_are_detected():
