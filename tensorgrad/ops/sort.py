@@ -1,4 +1,4 @@
-"""Ordering and selection: sort, argsort, msort, topk, kthvalue, median, nanmedian.
+"""Ordering and selection: sort, argsort, msort, topk, kthvalue, median, nanmedian, mode.
 
 Two non-differentiable primitives find positions: `argsort` and `argpartition` (the indices
 that put the k-th smallest element in place, smaller ones before it and larger ones after, in
@@ -11,10 +11,11 @@ NaN orders as the largest value, as in PyTorch (NumPy and CuPy sort it last).
 import functools
 
 from ..autograd import primitive
-from ..tensor import full, tensor_method
+from ..tensor import full, ones_like, tensor_method, zeros_like
 from .index import gather
 from .operands import normalize_dim
 from .reduce import values_indices
+from .shape import cat
 
 
 def _ascending(xp, x, dim, stable):
@@ -196,3 +197,27 @@ def _nanmedian(x, dim, keepdim):
     valid = (n - nans).clamp(min=1)  # (..., 1, ...); an all-NaN row picks position 0: NaN
     position = ((valid - 1).double() * 0.5).floor().long()
     return _picked(x, dim, gather(order, dim, position), keepdim)
+
+
+@tensor_method
+@_vectorised
+def mode(x, dim=-1, keepdim=False):
+    """(values, indices): the most frequent value of each row along dim (the smallest of them
+    when several are equally frequent), and the index of its last occurrence."""
+    dim = normalize_dim(dim, x.ndim, "mode")
+    n = x.shape[dim]
+    if n == 0:
+        raise IndexError(f"mode: dimension {dim} of shape {x.shape} is empty")
+    order = _argsort(x.detach(), dim=dim, descending=False, stable=True)
+    ordered = gather(x.detach(), dim, order)
+    # Equal values are neighbours once sorted: number their runs 0, 1, ... along dim, count
+    # each run's length, and take the first longest (runs go up in value: the smallest mode).
+    changes = (ordered.narrow(dim, 1, n - 1) != ordered.narrow(dim, 0, n - 1)).long()
+    run = cat([zeros_like(order.narrow(dim, 0, 1)), changes.cumsum(dim)], dim)
+    counts = zeros_like(order).scatter_add(dim, run, ones_like(run))
+    best = counts.argmax(dim, keepdim=True)
+    first = (run == best).to("int8").argmax(dim, keepdim=True)
+    # The run's last element: the stable sort kept equal values in index order, so this is the
+    # value's last occurrence, the index PyTorch returns.
+    last = first + counts.gather(dim, best) - 1
+    return _picked(x, dim, gather(order, dim, last), keepdim)

@@ -189,6 +189,7 @@ CASES = [
     case("gather", lambda a: a.kthvalue(2, 1, keepdim=True).values, (2, 3)),
     case("gather", lambda a: a.median(0).values, (3, 2)),
     case("gather", lambda a: a.nanmedian(-1).values, (2, 4)),
+    case("gather", lambda a: a.mode(-1).values, (2, 4)),
     case("sum", lambda a: a.median(), (5,)),  # shares its gradient among tied elements
     # matrix products: plain, batched with broadcasting, every 1-D combination
     case("matmul", lambda a, b: a @ b, (2, 3), (3, 4)),

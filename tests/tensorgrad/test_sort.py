@@ -1,4 +1,4 @@
-"""sort, argsort, msort, topk, kthvalue, median, nanmedian against PyTorch: values, gradients
+"""sort, argsort, msort, topk, kthvalue, median, nanmedian, mode against PyTorch: values, gradients
 (scattered to the chosen indices), indices wherever PyTorch's are defined (a stable sort, or no
 ties), NaN, integer dtypes, 0-d and empty tensors."""
 import numpy as np
@@ -103,6 +103,15 @@ def test_kthvalue_and_median_match_torch(shape, keepdim):
     _same(*_run(lambda x: (x.nanmedian(),), lambda t: (t.nanmedian(),), _ties(shape)))
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_mode_matches_torch(shape, keepdim):
+    for dim in range(len(shape)):
+        array = _ties(shape, seed=dim)
+        _same(*_call(array, "mode", dim, keepdim))  # the last occurrence's index, as torch
+    assert tg.tensor([3, 1, 3, 1, 2]).mode().values.item() == 1  # the smallest of equals
+
+
 def test_median_is_the_lower_middle_value():
     x = tg.tensor([4.0, 1.0, 3.0, 2.0])
     assert x.median().item() == 2.0 and x.median(0).indices.item() == 3
@@ -141,6 +150,7 @@ def test_integer_and_bool_tensors_sort(dtype):
     if dtype != "bool":
         _same(*_run(lambda x: x.topk(2), lambda t: t.topk(2), array), indices=False)
         _same(*_run(lambda x: x.median(1), lambda t: t.median(1), array), indices=False)
+        _same(*_call(array, "mode", 1))
 
 
 def test_zero_dim_and_empty_tensors():
