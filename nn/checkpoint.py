@@ -6,7 +6,7 @@ The one difference: `nn.load` puts every tensor on `device`, default the default
 `tensorgrad.load(map_location=None)` restores each tensor to the device it was saved from.
 """
 import tensorgrad as tg
-from tensorgrad.serialization import FORMAT, CheckpointError, save  # noqa: F401
+from tensorgrad.serialization import CheckpointError, save
 
 __all__ = ["CheckpointError", "load", "save"]
 

@@ -77,7 +77,8 @@ def _encode(value, name, arrays, memo):
         if id(value) in memo:
             return memo[id(value)]
         key = name or "tensor"
-        if key in arrays:  # keys containing dots can collide with nested paths
+        # Keys containing dots can collide with nested paths; the header reserves __metadata__.
+        if key in arrays or key == "__metadata__":
             key = f"{key}#{len(arrays)}"
         host = value.detach().cpu().numpy()
         # Raw bytes are written, so the array must be C-contiguous and little-endian.

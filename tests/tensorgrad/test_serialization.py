@@ -32,6 +32,17 @@ def test_a_training_checkpoint_round_trips(tmp_path):
         np.testing.assert_array_equal(back["model"][key].numpy(), value.numpy())
 
 
+def test_keys_that_collide_in_the_header_still_round_trip():
+    obj = {"__metadata__": tg.ones(2), "a.b": tg.zeros(1), "a": {"b": tg.full((1,), 3.0)},
+           "naïve": tg.arange(2)}
+    buffer = io.BytesIO()
+    tg.save(obj, buffer)
+    buffer.seek(0)
+    back = tg.load(buffer)
+    assert back["__metadata__"].tolist() == [1.0, 1.0] and back["naïve"].tolist() == [0, 1]
+    assert back["a.b"].tolist() == [0.0] and back["a"]["b"].tolist() == [3.0]
+
+
 def test_loaded_tensors_are_fresh_and_writable(tmp_path):
     tg.save({"w": tg.ones(3)}, tmp_path / "c.safetensors")
     w = tg.load(tmp_path / "c.safetensors")["w"]
