@@ -13,13 +13,6 @@ import tensorgrad as tg
 
 
 # --- choosing the next token --------------------------------------------------------------------
-def _sorted_descending(logits):
-    """Each row of (B, V) logits sorted from largest to smallest (no gradient)."""
-    backend = logits._backend
-    ascending = backend.sort(logits.data, axis=-1)
-    return tg.tensor(ascending[..., ::-1], device=logits.device)
-
-
 def top_k_filter(logits, k):
     """(B, V) logits with everything below each row's k-th largest value set to -inf (ties
     with the k-th value are kept)."""
@@ -27,7 +20,7 @@ def top_k_filter(logits, k):
         raise ValueError(f"top_k_filter: k must be a positive integer, got {k}")
     if k >= logits.shape[-1]:
         return logits
-    kth = _sorted_descending(logits)[:, k - 1:k]  # (B, 1)
+    kth = logits.topk(k, dim=-1).values[:, -1:]  # (B, 1)
     return logits.masked_fill(logits < kth, float("-inf"))
 
 
@@ -36,7 +29,7 @@ def top_p_filter(logits, p):
     up to at least p (the nucleus; always at least one token); the rest set to -inf."""
     if not 0.0 < p <= 1.0:
         raise ValueError(f"top_p_filter: p must be in (0, 1], got {p}")
-    ordered = _sorted_descending(logits)  # (B, V)
+    ordered = logits.sort(dim=-1, descending=True).values  # (B, V)
     probs = ordered.softmax(-1)
     mass_before = probs.cumsum(-1) - probs  # probability of the tokens ranked above each one
     kept = (mass_before < p).sum(-1, keepdim=True)  # (B, 1): the nucleus size, >= 1

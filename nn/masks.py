@@ -71,7 +71,7 @@ def to_bool(mask):
     lowest finite value (so -inf and Hugging Face's finfo(dtype).min both count as masked)."""
     if mask.dtype.kind != "f":
         raise TypeError(f"to_bool: expected a float (additive) mask, got {mask.dtype}")
-    return mask > float(mask._backend.finfo(mask.dtype).min)
+    return mask > tg.finfo(mask.dtype).min
 
 
 def merge_masks(*masks, dtype=tg.float32):

@@ -16,11 +16,13 @@ from .backend import (  # noqa: F401
     bool_, cuda_is_available, default_device, float16, float32, float64, int8, int16, int32,
     int64, manual_seed, set_default_device, uint8,
 )
+from .backend.dtype_info import finfo, iinfo  # noqa: F401
 from .generator import Generator  # noqa: F401
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 from . import viz  # noqa: F401  (graph pictures; graphviz is imported only when drawing)
 from .ops import *  # noqa: F401,F403
 from .ops import abs, all, any, max, min, pow, round, sum  # noqa: F401  (shadow builtins on purpose)
+from .serialization import CheckpointError, load, save  # noqa: F401  (safetensors, no pickle)
 from .tensor import Tensor, device  # noqa: F401
 from .creation import (  # noqa: F401
     arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, is_tensor,

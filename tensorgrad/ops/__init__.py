@@ -45,6 +45,8 @@ from .pool import (  # noqa: F401
 from .reduce import (  # noqa: F401
     all, amax, amin, any, argmax, argmin, cumsum, logsumexp, max, mean, min, norm, std, sum, var,
 )
+from .optim_step import adam_step_  # noqa: F401
+from .sort import argsort, kthvalue, median, mode, msort, nanmedian, sort, topk  # noqa: F401
 from .shape import (  # noqa: F401
     broadcast_to, cat, chunk, concatenate, expand, expand_as, flatten, flip, movedim, narrow, pad,
     permute, repeat, reshape, reshape_as, split, squeeze, stack, transpose, tril, triu, unbind,

@@ -1,12 +1,8 @@
-"""Checkpoints: round trips, exact resumption, atomic writes under crashes, damaged files."""
+"""nn.save / nn.load (tensorgrad.save underneath): round trips, exact resumption, atomic writes
+under crashes, damaged files. tests/reliability/ attacks the format harder."""
 import json
 import math
 import os
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 
 import numpy as np
 import pytest
@@ -52,7 +48,7 @@ def test_non_contiguous_and_grad_tensors_are_saved_by_value(tmp_path):
     nn.save({"t": x.detach().T, "p": nn.Parameter(tg.ones(2))}, tmp_path / "c.safetensors")
     back = nn.load(tmp_path / "c.safetensors")
     np.testing.assert_array_equal(back["t"].numpy(), x.detach().numpy().T)
-    assert not back["p"].requires_grad
+    assert back["p"].requires_grad and back["p"].is_leaf  # as torch.load restores it
 
 
 def test_metadata_is_plain_json_in_the_safetensors_header(tmp_path):
@@ -141,6 +137,27 @@ def test_save_load_continue_is_bit_identical_to_an_uninterrupted_run(tmp_path):
         assert b.dtype == tg.float32 and opt3.state[b]["exp_avg"].dtype == tg.float32
 
 
+def test_tensorgrad_save_round_trips_an_optimizer_state_dict(tmp_path):
+    model, opt, scheduler = _setup(seed=3)
+    _training_run(model, opt, scheduler, 2, (tg.randn(8, 6), tg.randint(0, 3, (8,))))
+    path = tmp_path / "ckpt.pt"
+    tg.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "iter_num": 2,
+             "config": {"lr": 3e-3, "betas": (0.9, 0.999)}}, path)
+    back = tg.load(path)
+    saved, loaded = opt.state_dict(), back["optimizer"]
+    assert loaded["param_groups"] == saved["param_groups"]
+    assert sorted(loaded["state"]) == sorted(saved["state"]) == list(range(6))
+    for index, state in saved["state"].items():
+        assert loaded["state"][index]["step"] == state["step"] == 2
+        for key in ("exp_avg", "exp_avg_sq"):
+            np.testing.assert_array_equal(loaded["state"][index][key].numpy(),
+                                          state[key].numpy())
+    assert back["iter_num"] == 2 and back["config"]["betas"] == (0.9, 0.999)
+    _, opt2, _ = _setup(seed=4)
+    opt2.load_state_dict(loaded)
+    assert opt2.state_dict()["param_groups"] == saved["param_groups"]
+
+
 def test_loading_a_mismatched_state_dict_names_each_problem(tmp_path):
     path = tmp_path / "m.safetensors"
     other = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.LayerNorm(16), nn.Linear(16, 3),
@@ -209,52 +226,6 @@ def test_a_crash_halfway_through_the_write_keeps_the_old_checkpoint(old_checkpoi
     _assert_old_checkpoint_intact(old_checkpoint)
 
 
-_SAVER = textwrap.dedent("""
-    import sys
-    import tensorgrad as tg
-    from tensorgrad import nn
-    big = tg.zeros(4_000_000)  # 16 MB per checkpoint
-    step = 0
-    while True:
-        step += 1
-        with tg.no_grad():
-            big.fill_(float(step))
-        nn.save({"step": step, "big": big}, sys.argv[1])
-        print(step, flush=True)
-""")
-
-
-def _kill_mid_save(path):
-    """Start a process that saves checkpoints in a loop; SIGKILL it once a save after the first
-    one is under way (its temporary file exists). True if the kill left that file behind,
-    i.e. it landed mid-write."""
-    proc = subprocess.Popen([sys.executable, "-c", _SAVER, str(path)], stdout=subprocess.PIPE,
-                            text=True)
-    try:
-        assert proc.stdout.readline(), "the saving process died on its own"
-        deadline = time.monotonic() + 30
-        while not any(name.endswith(".tmp") for name in os.listdir(path.parent)):
-            assert time.monotonic() < deadline, "no save started within 30 s"
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        proc.stdout.close()
-    return any(name.endswith(".tmp") for name in os.listdir(path.parent))
-
-
-def test_sigkill_during_save_leaves_a_loadable_checkpoint(tmp_path):
-    path = tmp_path / "ckpt.safetensors"
-    landed_mid_write = False
-    for _ in range(5):
-        landed_mid_write = _kill_mid_save(path) or landed_mid_write
-        ckpt = nn.load(path)
-        assert ckpt["step"] >= 1 and ckpt["big"].shape == (4_000_000,)
-        assert bool((ckpt["big"] == float(ckpt["step"])).all())
-        if landed_mid_write:
-            break
-    assert landed_mid_write, "no kill landed during a write; the test proved nothing"
-
-
 # --- damaged files -------------------------------------------------------------------------------
 def _damaged(path, change):
     data = bytearray(path.read_bytes())
@@ -269,8 +240,8 @@ def _damaged(path, change):
     (lambda d: d[:5], "truncated or corrupt"),
     (lambda d: bytearray(), "truncated or corrupt"),
     (lambda d: bytearray(b"PK\x03\x04 this is a zip file, not a checkpoint" * 10),
-     "truncated or corrupt"),
-    (lambda d: d[:-1] + bytearray([d[-1] ^ 0xFF]), "does not match the checksum"),
+     "is a zip archive .* never unpickles"),
+    (lambda d: d[:-1] + bytearray([d[-1] ^ 0xFF]), "do not match the checksum"),
     (lambda d: d[:20] + bytearray(b"#") + d[21:], "truncated or corrupt"),
 ])
 def test_damaged_files_give_a_clear_error_naming_the_path(old_checkpoint, damage, message):

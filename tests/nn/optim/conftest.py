@@ -33,3 +33,20 @@ def same_trajectory():
         assert w.dtype == b.dtype == tg.float32
 
     return run
+
+
+@pytest.fixture(params=["kernel", "array"])
+def update_path(request, monkeypatch):
+    """Run the test once through the backend's fused update kernel (when it has one) and once
+    through the array code. Yields the path and a list that collects each kernel call."""
+    backend = tg.backend.get_backend("cpu")
+    kernels = backend.kernels()
+    calls = []
+    if request.param == "kernel":
+        if kernels is None:
+            pytest.skip("the CPU backend has no fused kernels here (Numba missing or disabled)")
+        real = kernels.adam_step
+        monkeypatch.setattr(kernels, "adam_step", lambda *a: calls.append(a) or real(*a))
+    else:
+        monkeypatch.setattr(backend, "kernels", lambda *arrays: None)
+    yield request.param, calls

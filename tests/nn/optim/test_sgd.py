@@ -1,4 +1,4 @@
-"""SGD trajectories against torch.optim.SGD over 20 steps."""
+"""SGD trajectories against torch.optim.SGD over 20 steps (foreach=/fused= accepted, no effect)."""
 import pytest
 
 import tensorgrad as tg
@@ -11,6 +11,9 @@ CASES = {
     "dampening": dict(lr=0.05, momentum=0.9, dampening=0.3),
     "nesterov": dict(lr=0.05, momentum=0.9, nesterov=True),
     "weight_decay": dict(lr=0.1, momentum=0.5, weight_decay=0.1),
+    "maximize": dict(lr=0.05, momentum=0.9, weight_decay=0.1, maximize=True),
+    "foreach-fused": dict(lr=0.05, momentum=0.9, foreach=True, fused=False),
+    "fused": dict(lr=0.05, momentum=0.9, fused=True),
 }
 
 
@@ -38,3 +41,5 @@ def test_sgd_validates_hyper_parameters():
         optim.SGD(p, nesterov=True)
     with pytest.raises(ValueError, match="lr, momentum and weight_decay must be >= 0"):
         optim.SGD(p, lr=-1.0)
+    with pytest.raises(NotImplementedError, match="SGD: differentiable=True .* not supported"):
+        optim.SGD(p, differentiable=True)
