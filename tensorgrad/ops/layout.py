@@ -32,9 +32,11 @@ def roll(x, shifts, dims=None):
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"roll: shifts {shifts} and dims {dims} must have the same length")
+    if x.ndim == 0:
+        raise IndexError("roll: a 0-d tensor has no dims to roll along (leave dims out)")
     for shift, dim in zip(shifts, dims):
         dim = normalize_dim(dim, x.ndim, "roll")
-        size = x.shape[dim] if x.ndim else 1
+        size = x.shape[dim]
         shift = shift % size if size else 0
         if shift:  # the last `shift` elements move to the front
             x = cat([x.narrow(dim, size - shift, shift), x.narrow(dim, 0, size - shift)], dim)

@@ -206,7 +206,7 @@ def index_fill(x, dim, index, value):
 def index_select(x, dim, index):
     """The slices of x at `index` (0-d or 1-D) along dim."""
     if x.ndim == 0:
-        return _zero_dim(index_select, x, dim, index).reshape(index.shape)
+        return _zero_dim(index_select, x, dim, index)
     dim, _ = _index_along(x, dim, index, None, "index_select")
     return getitem(x, (slice(None),) * dim + (index.reshape(-1),))
 
