@@ -159,7 +159,7 @@ def triu_indices(row, col, offset=0, dtype=None, device=None):
 
 
 # --- windows and repeats ------------------------------------------------------------------------
-def unfold(x, dimension, size, step):
+def unfold(x, dimension, size, step):  # a Tensor method only: F.unfold is im2col, another op
     """Tensor.unfold: every window of `size` elements taken `step` apart along `dimension`;
     that dim becomes the window count and the window is a new last dim (a copy, not a view)."""
     dim = normalize_dim(dimension, x.ndim, "unfold")
@@ -176,7 +176,7 @@ def unfold(x, dimension, size, step):
     return movedim(getitem(x, _along(dim, windows)), dim + 1, -1)
 
 
-Tensor.unfold = unfold  # not exported from ops: nn.functional.unfold is im2col, another op
+tensor_method(unfold)
 
 
 @tensor_method

@@ -140,6 +140,5 @@ def random_(x, from_=0, to=None):
     return _fill(x, "random_", x._backend.random_integers(from_, to, x.shape, "int64"))
 
 
-Tensor.bernoulli_ = bernoulli_
-Tensor.exponential_ = exponential_
-Tensor.random_ = random_
+for _fill_method in (bernoulli_, exponential_, random_):
+    tensor_method(_fill_method)

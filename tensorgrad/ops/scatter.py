@@ -112,7 +112,6 @@ def scatter_reduce(x, dim, index, src, reduce, include_self=True):
     dim = _check_along(x, dim, index, "scatter_reduce")
     src, idx = _fit(src, index, x, "scatter_reduce"), index.data
     touched, counts = _touched(x, dim, idx)
-    keep = ~touched if not include_self else None  # where x's own value takes part
     if reduce in ("sum", "mean"):
         total = (x if include_self else where(touched, 0.0, x)) + \
             _scatter_add(src, dim=dim, index=idx, shape=x.shape)
@@ -125,15 +124,17 @@ def scatter_reduce(x, dim, index, src, reduce, include_self=True):
         return _scatter_prod(x if include_self else where(touched, 1.0, x), src, dim=dim,
                              index=idx)
     if reduce in ("amax", "amin"):
+        # The extremes on arrays first; then, differentiably, the mean of the values equal to
+        # them, so ties share the gradient.
         xp = x._backend
         result = x.data.copy()
-        if not include_self:
-            low = xp.finfo(x.dtype).min if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
-            result[touched.data] = -low if reduce == "amin" else low
+        if not include_self:  # start the written positions from the identity of the reduction
+            info = xp.finfo(x.dtype) if x.dtype.kind == "f" else xp.iinfo(x.dtype)
+            result[touched.data] = info.max if reduce == "amin" else info.min
         (xp.minimum if reduce == "amin" else xp.maximum).at(result, _along(xp, idx, dim), src.data)
         result = _constant(result, x)
         src_hit = src == _gather(result, dim=dim, index=idx)
-        self_hit = (x == result) if include_self else keep | ((x == result) & keep)
+        self_hit = (x == result) if include_self else ~touched  # where x's own value takes part
         hits = _scatter_add(src_hit.to(x.dtype), dim=dim, index=idx, shape=x.shape) + \
             self_hit.to(x.dtype)
         chosen = where(self_hit, x, 0.0) + _scatter_add(where(src_hit, src, 0.0), dim=dim,
