@@ -3,10 +3,10 @@ logsumexp, logcumsumexp, cummax/cummin, norm are composites."""
 import builtins
 from collections import namedtuple
 
-from ..autograd import primitive
+from ..autograd import is_grad_enabled, primitive
 from ..tensor import Tensor, tensor_method
 from .compare import isfinite, isnan
-from .select import where
+from .select import maximum, where
 from .unary import exp, log, sqrt
 from .operands import normalize_dims, normalize_dim
 from .shape import cat
@@ -311,14 +311,33 @@ def _cumprod(xp, x, dim):
 @_cumprod.defvjp
 def _cumprod_vjp(ctx, g):
     # d out_i / d x_j = prod(x_k for k <= i, k != j) for j <= i. Without zeros that is
-    # out_i / x_j: the gradient is reversed-cumsum(g * out) / x, O(n). With a zero the division
-    # fails, so the products of the others are formed outright: prod(x_k, k < j) times
-    # prod(x_k, j < k <= i) for every pair (j, i), O(n**2) per slice. Both are written in ops
-    # without masks on x, so second order (zeros included) differentiates the same formulas.
+    # out_i / x_j: the gradient is reversed-cumsum(g * out) / x, O(n).
     x, = ctx.inputs
     dim = ctx.attrs["dim"]
     if not bool((x.data == 0).any()):
         return _reverse_cumsum(g * ctx.out, dim) / x
+    if is_grad_enabled():  # the backward is recorded (create_graph): exact at every order
+        return _cumprod_vjp_by_pairs(x, g, dim)
+    return _cumprod_vjp_by_first_zero(x, g, ctx.out, dim)
+
+
+def _cumprod_vjp_by_first_zero(x, g, out, dim):
+    """First order, O(n): before a slice's first zero the division formula holds; past it every
+    product holds that zero (0); at the first zero z the product skips it:
+    prod(x_k, k < z) * sum(g_i * prod(x_k, z < k <= i) for i >= z). The masks are constants,
+    so this is not differentiated further (see _cumprod_vjp_by_pairs)."""
+    zero = x == 0
+    seen = _cumsum(zero, dim=dim)  # zeros up to and including each position
+    before, first = seen == 0, zero & (seen == 1)
+    away = _reverse_cumsum(g * out, dim) / where(before, x, 1.0)
+    head = _cumprod(where(before, x, 1.0), dim=dim)  # at z: the product of x_k for k < z
+    tail = _cumprod(where(before | first, 1.0, x), dim=dim)  # at i >= z: prod(x_k, z < k <= i)
+    return where(before, away, where(first, head * _reverse_cumsum(g * tail, dim), 0.0))
+
+
+def _cumprod_vjp_by_pairs(x, g, dim):
+    """Every order, O(n**2) per slice: the products of the others formed outright, as
+    prod(x_k, k < j) times prod(x_k, j < k <= i) for each pair (j, i); no mask depends on x."""
     xs, gs = x.movedim(dim, -1), g.movedim(dim, -1)  # (..., n)
     n, xp = xs.shape[-1], x._backend
     above = Tensor._constant(~xp.tri(n, n, 0, dtype=bool), xp)  # [j, k]: k > j
@@ -385,19 +404,26 @@ def cummin(x, dim):
     return _cumulative_extreme(x, dim, False, "cummin")
 
 
+def _logaddexp(a, b):
+    """log(exp(a) + exp(b)), shifted by the (constant) larger of the two."""
+    shift = maximum(a.detach(), b.detach())
+    shift = where(isfinite(shift), shift, 0.0)
+    return log(exp(a - shift) + exp(b - shift)) + shift
+
+
 @tensor_method
 def logcumsumexp(x, dim):
-    """log(cumsum(exp(x))) along dim, stable for any spread of values: output i is the
-    logsumexp of x_0..x_i (a masked (n, n) matrix per slice, so memory grows with n**2)."""
+    """log(cumsum(exp(x))) along dim, stable for any spread of values (-1000 next to 0 stays
+    -1000). A Hillis-Steele scan: log2(n) rounds, each combining every entry with the one
+    `step` before it by a stable logaddexp, so memory is n log n, not the n**2 of a prefix table."""
     if x.data.dtype.kind not in "fc":
         raise TypeError(f"logcumsumexp: expected a floating point tensor, got {x.dtype}")
 
     def scan(t, d):
-        n = t.shape[d]
-        if n == 0:
-            return t * 1
-        rows = t.movedim(d, -1).unsqueeze(-2)  # (..., 1, n)
-        xp = t._backend
-        prefix = Tensor._constant(xp.tri(n, n, 0, dtype=bool), xp)  # row i keeps x_0..x_i
-        return logsumexp(where(prefix, rows, float("-inf")), -1).movedim(-1, d)
+        n, step = t.shape[d], 1
+        while step < n:
+            earlier, later = t.narrow(d, 0, n - step), t.narrow(d, step, n - step)
+            t = cat([t.narrow(d, 0, step), _logaddexp(later, earlier)], d)
+            step *= 2
+        return t * 1 if n <= 1 else t
     return _scan("logcumsumexp", x, dim, scan)

@@ -113,7 +113,7 @@ def scatter_reduce(x, dim, index, src, reduce, include_self=True):
     src, idx = _fit(src, index, x, "scatter_reduce"), index.data
     touched, counts = _touched(x, dim, idx)
     if reduce in ("sum", "mean"):
-        total = (x if include_self else where(touched, 0.0, x)) + \
+        total = (x if include_self else where(touched, 0, x)) + \
             _scatter_add(src, dim=dim, index=idx, shape=x.shape)
         if reduce == "sum":
             return total
@@ -121,7 +121,7 @@ def scatter_reduce(x, dim, index, src, reduce, include_self=True):
         mean = total / where(touched, count, 1.0)
         return mean if x.dtype.kind in "fc" else mean.floor().to(x.dtype)
     if reduce == "prod":
-        return _scatter_prod(x if include_self else where(touched, 1.0, x), src, dim=dim,
+        return _scatter_prod(x if include_self else where(touched, 1, x), src, dim=dim,
                              index=idx)
     if reduce in ("amax", "amin"):
         # The extremes on arrays first; then, differentiably, the mean of the values equal to
