@@ -282,6 +282,9 @@ def meshgrid(*tensors, indexing="ij"):
     tensors = tuple(_sizes(tensors))
     if indexing not in ("ij", "xy"):
         raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    if not tensors or any(x.ndim > 1 for x in tensors):
+        raise RuntimeError(f"meshgrid: expects 0-d or 1-D tensors, got shapes "
+                           f"{[x.shape for x in tensors]}")
     flat = [x.reshape(-1) for x in tensors]
     shape = [x.shape[0] for x in flat]
     if indexing == "xy" and len(flat) >= 2:

@@ -366,3 +366,31 @@ def _zero_index(t):
 def test_zero_dim(fn):
     check(fn, fn, np.array(-1.5))
     check(fn, fn, np.array(0.0))
+
+
+ERRORS = [  # bad input: the op's name and what was wrong, not an array library's complaint
+    (lambda x: x.scatter(1, tg.tensor([[0.5]]), 1.0), TypeError, "scatter: index must be"),
+    (lambda x: x.scatter(1, tg.tensor([[0, 1]]), tg.ones(1, 1)), RuntimeError, "scatter: src"),
+    (lambda x: x.scatter_reduce(1, tg.tensor([[0]]), tg.ones(1, 1), "max"), ValueError,
+     "reduce must be"),
+    (lambda x: x.index_select(0, tg.tensor([[0]])), TypeError, "index_select: index must"),
+    (lambda x: x.index_add(0, tg.tensor([3]), tg.ones(1, 4)), IndexError, r"\[0, 2\)"),
+    (lambda x: x.index_copy(1, tg.tensor([0]), tg.ones(2, 2)), RuntimeError, r"shape \(2, 1\)"),
+    (lambda x: x.masked_select(x), TypeError, "masked_select: mask must be a bool"),
+    (lambda x: x.masked_scatter(x > -10, tg.ones(3)), RuntimeError, "selects 8 elements"),
+    (lambda x: x.unfold(1, 5, 1), RuntimeError, "unfold: windows of size 5"),
+    (lambda x: x.prod((0, 1)), TypeError, "prod: dim must be one int"),
+    (lambda x: x.long().logcumsumexp(0), TypeError, "logcumsumexp: expected a floating"),
+    (lambda x: tg.meshgrid(x, x), RuntimeError, "meshgrid: expects 0-d or 1-D"),
+    (lambda x: x.diagonal(0, 1, -1), RuntimeError, "diagonal: dim1 and dim2 must differ"),
+    (lambda x: x.unsqueeze(0).t(), RuntimeError, "t: expects a tensor with at most 2 dims"),
+    (lambda x: x.repeat_interleave(tg.tensor([1, 2, 3]), 0), RuntimeError, "has 3 entries"),
+    (lambda x: x.roll((1, 2), 0), RuntimeError, "roll: shifts"),
+    (lambda x: tg.bincount(x), TypeError, "bincount: expected a 1-D integer"),
+]
+
+
+@pytest.mark.parametrize("fn, error, message", ERRORS, ids=[str(i) for i in range(len(ERRORS))])
+def test_errors_name_the_op(fn, error, message):
+    with pytest.raises(error, match=message):
+        fn(tg.tensor(X))
