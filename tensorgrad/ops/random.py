@@ -99,6 +99,8 @@ def normal(mean, std=1.0, size=None, dtype=None, device=None):
         backend = _backends.get_backend(device)
         dtype = _backends.as_dtype(dtype) or _backends.float32
         shape, m, s = tuple(size), mean, std
+    if dtype.kind != "f":
+        raise TypeError(f"normal: samples are floating point, got dtype {dtype}")
     if bool((backend.asarray(s) < 0).any()):
         raise RuntimeError("normal: std must be non-negative")
     sample = backend.random_normal(shape, dtype) * s + m

@@ -69,6 +69,10 @@ def test_normal_forms(device):
     assert numbers.shape == (4, 5000) and abs(float(numbers.mean()) - 3.0) < 0.02
     with pytest.raises(TypeError, match="size"):
         tg.normal(0.0, 1.0)
+    with pytest.raises(TypeError, match="normal: samples are floating point"):
+        tg.normal(tg.tensor([1, 2]), 1.0)
+    with pytest.raises(RuntimeError, match="std must be non-negative"):
+        tg.normal(0.0, -1.0, size=(2,))
 
 
 def test_samples_carry_a_zero_gradient_as_in_pytorch():
