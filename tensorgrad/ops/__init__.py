@@ -37,13 +37,25 @@ from .softmax import log_softmax, softmax  # noqa: F401
 from .index import (  # noqa: F401
     array_index, embedding, gather, getitem, masked_fill, one_hot, scatter_add,
 )
+from .scatter import (  # noqa: F401
+    argwhere, bincount, index_add, index_copy, index_fill, index_select, masked_scatter,
+    masked_select, nonzero, scatter, scatter_reduce, take, take_along_dim, unique,
+)
+from .layout import (  # noqa: F401
+    atleast_1d, atleast_2d, atleast_3d, cartesian_prod, column_stack, diag, diag_embed, diagonal,
+    dstack, fliplr, flipud, hstack, meshgrid, moveaxis, repeat_interleave, roll, rot90, row_stack,
+    swapaxes, swapdims, t, tile, tril_indices, triu_indices, unflatten, vstack,
+)
+from .random import bernoulli, multinomial, normal  # noqa: F401
 from .linalg import einsum, linear, matmul  # noqa: F401
 from .pool import (  # noqa: F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d,
     avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d,
 )
 from .reduce import (  # noqa: F401
-    all, amax, amin, any, argmax, argmin, cumsum, logsumexp, max, mean, min, norm, std, sum, var,
+    all, amax, amin, aminmax, any, argmax, argmin, count_nonzero, cummax, cummin, cumprod, cumsum,
+    logcumsumexp, logsumexp, max, mean, min, nanmean, nansum, norm, prod, std, std_mean, sum, var,
+    var_mean,
 )
 from .optim_step import adam_step_  # noqa: F401
 from .sort import argsort, kthvalue, median, mode, msort, nanmedian, sort, topk  # noqa: F401

@@ -3,6 +3,7 @@ import functools
 import math
 
 from ..autograd import primitive
+from ..backend import as_dtype
 from ..tensor import tensor_method
 from .select import where
 from .operands import normalize_dim, result_dtype
@@ -43,7 +44,21 @@ def reshape(x, *shape):
     return _reshape(x, shape=shape)
 
 
-view = tensor_method(reshape, "view")
+@tensor_method
+def view(x, *shape_or_dtype):
+    """x.view(shape) is reshape; x.view(dtype) reinterprets the bits as another dtype (no
+    gradient, shares memory): the last dim scales by the ratio of the item sizes."""
+    if len(shape_or_dtype) == 1 and not isinstance(shape_or_dtype[0], (int, tuple, list)):
+        return _view_dtype(x, dtype=as_dtype(shape_or_dtype[0]))
+    return reshape(x, *shape_or_dtype)
+
+
+@primitive("view_dtype", differentiable=False, view=True)
+def _view_dtype(xp, x, dtype):
+    if x.ndim == 0 and dtype.itemsize != x.dtype.itemsize:
+        raise RuntimeError(f"view: a 0-d {x.dtype} tensor cannot be viewed as {dtype} (a "
+                           "different item size needs a last dim)")
+    return (x if x.flags.c_contiguous else xp.ascontiguousarray(x)).view(dtype)
 
 
 @tensor_method
@@ -120,11 +135,20 @@ def transpose(x, dim0, dim1):
 
 @tensor_method
 def movedim(x, source, destination):
-    source = normalize_dim(source, x.ndim, "movedim")
-    destination = normalize_dim(destination, x.ndim, "movedim")
-    dims = [d for d in range(x.ndim) if d != source]
-    dims.insert(destination, source)
-    return permute(x, *dims)
+    """Move dim `source` to position `destination` (or several: two sequences of one length)."""
+    many = not isinstance(source, int)
+    source = tuple(source) if many else (source,)
+    destination = tuple(destination) if many else (destination,)
+    if len(source) != len(destination):
+        raise RuntimeError(f"movedim: source {source} and destination {destination} must have "
+                           "the same length")
+    source = [normalize_dim(d, x.ndim, "movedim") for d in source]
+    destination = [normalize_dim(d, x.ndim, "movedim") for d in destination]
+    if len(set(source)) != len(source) or len(set(destination)) != len(destination):
+        raise RuntimeError(f"movedim: repeated dims in {source} or {destination}")
+    rest = iter(d for d in range(x.ndim) if d not in source)
+    placed = dict(zip(destination, source))
+    return permute(x, *(placed[i] if i in placed else next(rest) for i in range(x.ndim)))
 
 
 # --- expand ---------------------------------------------------------------------------------------

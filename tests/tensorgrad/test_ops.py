@@ -227,6 +227,56 @@ CASES = [
     case("gather", lambda a: a.nanmedian(-1).values, (2, 4)),
     case("gather", lambda a: a.mode(-1).values, (2, 4)),
     case("sum", lambda a: a.median(), (5,)),  # shares its gradient among tied elements
+    # products and scans; zeros (one, several in a row) change cumprod's gradient formula
+    case("cumprod", lambda a: a.cumprod(-1), (2, 3)),
+    case("cumprod", lambda a: a.cumprod(1), leaf([[1.5, 0.0, 2.0, -1.0], [0.0, 0.0, 3.0, 0.5]])),
+    case("cumprod", lambda a: a.prod(0), leaf([[1.5, 0.0], [0.0, 2.0], [0.0, -1.0]])),
+    case("cumprod", lambda a: a.prod(), (2, 3)),
+    case("cumprod", lambda a: a.prod(-1, keepdim=True), (2, 3)),
+    case("gather", lambda a: a.cummax(-1).values, (2, 4)),
+    case("gather", lambda a: a.cummin(0).values, (3, 2)),
+    case("log", lambda a: a.logcumsumexp(-1), (2, 3)),
+    case("sqrt", lambda a: tg.std_mean(a, 0)[0] * tg.var_mean(a, 0)[1], (3, 2)),
+    case("where", lambda a: a.nansum(1) + a.nanmean(0).sum(), (2, 3)),
+    # the scatter family: scatter writes, scatter_prod multiplies (zeros included)
+    case("scatter", lambda x, s, i: x.scatter(1, i, s), (2, 4), (2, 2), const([[0, 2], [3, 1]])),
+    case("scatter", lambda x, i: x.scatter(0, i, 1.5), (3, 2), const([[2, 0]])),
+    case("scatter", lambda x, s, i: x.index_copy(1, i, s), (2, 3), (2, 2), const([2, 0])),
+    case("scatter", lambda x, s, m: x.masked_scatter(m, s), (2, 3), (5,), const(MASK, tg.bool)),
+    case("scatter_prod", lambda x, s, i: x.scatter_reduce(1, i, s, "prod"),
+         leaf([[0.0, 2.0, 0.5], [1.5, 0.0, 3.0]]),
+         leaf([[0.0, 1.5, 2.0, 0.0], [2.0, -1.0, 0.5, 1.2]]),
+         const([[0, 0, 1, 0], [2, 2, 2, 0]])),
+    case("scatter_prod", lambda x, s, i: x.scatter_reduce(0, i, s, "prod", include_self=False),
+         (2, 3), (2, 3), const([[1, 1, 0], [1, 0, 0]])),
+    case("scatter_add", lambda x, s, i: x.index_add(0, i, s, alpha=2.0), (3, 2), (3, 2),
+         const([0, 2, 0])),
+    case("scatter_add", lambda x, s, i: x.scatter_reduce(1, i, s, "mean", include_self=False),
+         (2, 3), (2, 2), const([[0, 0], [2, 1]])),
+    case("scatter_add", lambda x, s, i: x.scatter_reduce(1, i, s, "amax"), (2, 3), (2, 2),
+         const([[0, 0], [2, 1]])),
+    case("scatter_add", lambda x, s, i: x.scatter_reduce(1, i, s, "amin", include_self=False),
+         (2, 3), (2, 2), const([[0, 0], [2, 1]])),
+    case("getitem", lambda x, i: x.index_select(1, i), (2, 3), const([2, 0, 2])),
+    case("getitem", lambda x, i: x.take(i), (2, 3), const([[5, 0], [0, 3]])),
+    case("getitem", lambda x, m: x.masked_select(m), (2, 3), const([True, False, True], tg.bool)),
+    case("gather", lambda x, i: x.take_along_dim(i, 1), (2, 3), const([[2, 0]])),
+    case("where", lambda x, i: x.index_fill(0, i, -1.0), (3, 2), const([2])),
+    # rearranging: composites of the shape and indexing primitives
+    case("cat", lambda a: a.roll(1, -1) + a.roll((2, -1), (0, 1)), (3, 2)),
+    case("cat", lambda a: a.roll(-2), (2, 3)),
+    case("flip", lambda a: a.rot90() + a.rot90(-1).fliplr().flipud(), (3, 3)),
+    case("getitem", lambda a: a.diagonal(1), (3, 4)),
+    case("getitem", lambda a: a.diagonal(-1, 0, 2), (3, 2, 3)),
+    case("index_add", lambda a: a.diag_embed(-1), (2, 3)),
+    case("index_add", lambda a: tg.diag(a, 1), (3,)),
+    case("getitem", lambda a: a.unfold(1, 2, 2), (2, 5)),
+    case("getitem", lambda a, r: a.repeat_interleave(r, 0), (3, 2), const([2, 0, 1])),
+    case("expand", lambda a, b: sum(g * g for g in tg.meshgrid(a, b, indexing="xy")), (2,), (3,)),
+    case("cat", lambda a, b: tg.cartesian_prod(a, b), (2,), (3,)),
+    case("cat", lambda a, b: tg.hstack([a, b]) * tg.column_stack([a, b]).sum(), (3,), (3,)),
+    case("cat", lambda a, b: tg.dstack([a, b]) + tg.vstack([a, b]).sum(), (2, 3), (2, 3)),
+    case("reshape", lambda a: a.unflatten(1, (2, -1)).tile((2, 1, 1, 1)), (2, 6)),
     # matrix products: plain, batched with broadcasting, every 1-D combination
     case("matmul", lambda a, b: a @ b, (2, 3), (3, 4)),
     case("matmul", lambda a, b: a @ b, (2, 1, 2, 3), (3, 3, 2)),
@@ -396,6 +446,13 @@ VALUE_CASES = [
               (A,)),
     ValueCase("argpartition", lambda a: a.kthvalue(2, 1).indices,
               lambda a: np.argpartition(a, 1, axis=1)[:, 1], (A,)),
+    ValueCase("cumulative_extreme_index", lambda a: a.cummax(1).indices,
+              lambda a: np.array([[0, 0, 0], [0, 0, 0]]), (A,)),
+    ValueCase("cumulative_extreme_index", lambda a: a.cummin(-1).indices,
+              lambda a: np.array([[0, 1, 1], [0, 1, 2]]), (A,)),
+    ValueCase("view_dtype", lambda a: a.view(tg.int64), lambda a: a.view(np.int64), (A,)),
+    ValueCase("view_dtype", lambda a: a.float().view(tg.uint8),
+              lambda a: a.astype(np.float32).view(np.uint8), (A,)),
     ValueCase("any", lambda p: p.any(), np.any, (P,)),
     ValueCase("any", lambda p: p.any(1, keepdim=True), lambda p: p.any(1, keepdims=True), (P,)),
     ValueCase("all", lambda p: p.all(0), lambda p: p.all(0), (P,)),
@@ -411,7 +468,8 @@ def test_values(c, device):
     assert not out.requires_grad and out.grad_fn is None
     assert out.device == tg.backend.normalize_device(device)
     assert out.shape == expected.shape
-    assert out.dtype == (tg.int64 if c.prim in ("argmax", "argmin") else expected.dtype)
+    assert out.dtype == (tg.int64 if c.prim in ("argmax", "argmin", "cumulative_extreme_index")
+                         else expected.dtype)
     np.testing.assert_array_equal(np.asarray(out), expected)
 
 
