@@ -6,7 +6,7 @@ place, and added up per node before that node's own VJP runs.
 """
 from ..tensor import Tensor
 from ..tensor import tensor as make_tensor
-from .grad_mode import _anomaly_mode, _GradMode, check_finite, state
+from .grad_mode import _anomaly_mode, _GradMode, check_finite, this_thread
 from .graph import Node, freed_message, node_where
 
 
@@ -71,7 +71,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         grads[key] = grad if key not in grads else grads[key] + grad
         roots.append(out._node)
 
-    check = state.anomaly
+    check = this_thread.switches.anomaly
     # Inside a VJP the forward check is off: a NaN there is reported below, as the gradient of
     # the op being differentiated rather than as the forward of some op inside its VJP.
     with _GradMode(create_graph), _anomaly_mode(False):

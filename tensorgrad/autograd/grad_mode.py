@@ -1,25 +1,38 @@
 """The switches every op reads: grad mode, anomaly detection and the current scope.
 
-`state` holds all three; ops read it once per call, context managers and modules write it.
+Each thread has its own, as in PyTorch: `no_grad` in an inference thread leaves a training
+thread recording, a backward walk switches grad mode off only in its own thread, and each
+thread's ops are named by its own module path. Ops read `this_thread.switches` once per call;
+context managers and modules write it.
 """
 import contextlib
+import threading
 
 
-class _State:
-    """Grad mode, anomaly mode and the dotted module path new nodes are named with.
+class Switches:
+    """One thread's grad mode, anomaly mode and the dotted module path its nodes are named with.
 
-    The class attributes are the defaults.
+    A plain slotted object: after the one thread-local lookup that finds it, its attributes
+    read at the cost of a global's (op_overhead fwd), which a threading.local's own do not.
     """
-    grad_enabled = True
-    anomaly = False
-    scope = ""
+    __slots__ = ("grad_enabled", "anomaly", "scope")
+
+    def __init__(self):
+        self.grad_enabled = True
+        self.anomaly = False
+        self.scope = ""
 
 
-state = _State()
+class _PerThread(threading.local):
+    def __init__(self):  # runs once in each thread, at its first use: a new thread records
+        self.switches = Switches()
+
+
+this_thread = _PerThread()
 
 
 def is_grad_enabled():
-    return state.grad_enabled
+    return this_thread.switches.grad_enabled
 
 
 class _GradMode(contextlib.ContextDecorator):
@@ -31,10 +44,11 @@ class _GradMode(contextlib.ContextDecorator):
         return _GradMode(self.enabled)
 
     def __enter__(self):
-        self.previous, state.grad_enabled = state.grad_enabled, self.enabled
+        switches = this_thread.switches
+        self.previous, switches.grad_enabled = switches.grad_enabled, self.enabled
 
     def __exit__(self, *exc):
-        state.grad_enabled = self.previous
+        this_thread.switches.grad_enabled = self.previous
 
 
 def no_grad():
@@ -52,7 +66,8 @@ class set_grad_enabled(_GradMode):
 
     def __init__(self, mode):
         super().__init__(bool(mode))
-        self.previous, state.grad_enabled = state.grad_enabled, self.enabled
+        switches = this_thread.switches
+        self.previous, switches.grad_enabled = switches.grad_enabled, self.enabled
 
     def __enter__(self):
         pass  # the call already switched
@@ -70,44 +85,48 @@ def scope(name):
     """
     previous = enter_scope(name)
     try:
-        yield state.scope
+        yield this_thread.switches.scope
     finally:
         set_scope(previous)
 
 
 def enter_scope(name):
     """`scope` without the context manager: returns the scope to hand back to `set_scope`."""
-    previous = state.scope
+    switches = this_thread.switches
+    previous = switches.scope
     if name.startswith("/"):
-        state.scope = name[1:]
+        switches.scope = name[1:]
     else:
-        state.scope = f"{previous}.{name}" if previous else name
+        switches.scope = f"{previous}.{name}" if previous else name
     return previous
 
 
 def set_scope(scope):
     """Make `scope`, a full dotted path ("" for none), the current one and return the one it
     replaces: how modules enter their precomputed paths, and how any scope is left again."""
-    previous, state.scope = state.scope, scope
+    switches = this_thread.switches
+    previous, switches.scope = switches.scope, scope
     return previous
 
 
 def current_scope():
-    return state.scope
+    return this_thread.switches.scope
 
 
 def where():
     """' in scope ...' for an error message about an op being run now ('' outside any scope)."""
-    return f" in scope '{state.scope}'" if state.scope else ""
+    scope = this_thread.switches.scope
+    return f" in scope '{scope}'" if scope else ""
 
 
 @contextlib.contextmanager
 def _anomaly_mode(enabled):
-    previous, state.anomaly = state.anomaly, enabled
+    switches = this_thread.switches
+    previous, switches.anomaly = switches.anomaly, enabled
     try:
         yield
     finally:
-        state.anomaly = previous
+        switches.anomaly = previous
 
 
 def detect_anomaly():

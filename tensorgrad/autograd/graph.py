@@ -6,7 +6,7 @@ records a Node that remembers the primitive, its parents and only the tensors it
 import functools
 
 from ..tensor import Tensor
-from .grad_mode import check_finite, state, where
+from .grad_mode import check_finite, this_thread, where
 
 _wrap = Tensor._wrap  # bound once rather than looked up for every output (op_overhead fwd)
 
@@ -73,7 +73,7 @@ class Primitive:
             out, extra = out
         if not out.shape and backend.isscalar(out):  # NumPy reductions return scalars, not arrays
             out = backend.asarray(out)
-        mode = state  # the switches, read once into a local (op_overhead fwd)
+        mode = this_thread.switches  # this thread's, looked up once per op (op_overhead fwd)
         if mode.anomaly:
             check_finite(out, backend, f"op '{self.name}'{where()} in forward")
         version = args[0]._version if self.view else None
