@@ -87,6 +87,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             prim = node.prim
             if prim.vjp is None:
                 raise RuntimeError(f"{prim.name} has no gradient rule")
+            if node.out_version is not None:  # the output is saved: was it changed since?
+                node.check_out()
             if create_graph and prim.composite is not None:
                 in_grads = _composite_vjp(node, grad)
             else:

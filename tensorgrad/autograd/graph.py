@@ -79,7 +79,13 @@ class Primitive:
         version = args[0]._version if self.view else None
         if not (needs_grad and mode.grad_enabled and self.differentiable):
             return _wrap(out, backend, False, None, version)
-        node = Node(self, args, attrs, out if self.saves_out else None, backend, mode.scope)
+        if self.saves_out:
+            # The node keeps the output's version counter, to check it at backward like inputs'.
+            if version is None:
+                version = [0]
+            node = Node(self, args, attrs, out, backend, mode.scope, version)
+        else:
+            node = Node(self, args, attrs, None, backend, mode.scope, None)
         node.extra = extra
         return _wrap(out, backend, True, node, version)
 
@@ -111,17 +117,23 @@ class Node:
     """A recorded application of a primitive; it is also the `ctx` a VJP rule receives."""
 
     # needs_grad: one bool per input, does it want a gradient (a VJP may skip the others).
+    # versions: the saved inputs' versions when saved; out_version: the output's version counter
+    # (shared with the output tensor, its views and detached aliases) when the output is saved,
+    # and out_saved_version its value then.
     # __slots__: one Node per recorded op, so no per-instance dict (op_overhead fwd).
     __slots__ = ("prim", "parents", "needs_grad", "saved", "versions", "attrs", "scope",
-                 "in_shapes", "in_dtypes", "out_data", "backend", "extra", "__weakref__")
+                 "in_shapes", "in_dtypes", "out_data", "out_version", "out_saved_version",
+                 "backend", "extra", "__weakref__")
 
-    def __init__(self, prim, args, attrs, out_data, backend, scope):
+    def __init__(self, prim, args, attrs, out_data, backend, scope, out_version):
         self.prim = prim
         self.backend = backend
         self.extra = None
         self.attrs = attrs
         self.scope = scope
         self.out_data = out_data
+        self.out_version = out_version
+        self.out_saved_version = None if out_version is None else out_version[0]
         # One pass, no helper calls: this runs once per recorded op (op_overhead fwd+bwd).
         parents, needs, shapes, dtypes = [], [], [], []
         for a in args:
@@ -156,18 +168,27 @@ class Node:
             raise RuntimeError(freed_message(self))
         for tensor, version in zip(self.saved, self.versions):
             if version is not None and tensor._version[0] != version:
-                raise RuntimeError(
-                    f"{self.prim.name}{node_where(self)}: an input saved for backward was "
-                    f"modified in place (version {version} -> {tensor._version[0]}); clone it "
-                    "before modifying, or modify it outside the graph")
+                raise RuntimeError(modified_message(self, "an input", version, tensor._version[0]))
         return self.saved
 
     @property
     def out(self):
-        """The output as a Tensor attached to this node, so VJPs that use it stay differentiable."""
+        """The output as a Tensor attached to this node, so VJPs that use it stay differentiable.
+
+        It shares the output's version counter, so a graph recorded from it (create_graph)
+        checks the output again."""
         if self.out_data is None:
             raise RuntimeError(freed_message(self))
-        return Tensor._wrap(self.out_data, self.backend, True, self, None)
+        self.check_out()
+        return Tensor._wrap(self.out_data, self.backend, True, self, self.out_version)
+
+    def check_out(self):
+        """Raise if the saved output was modified in place since the forward (the engine calls
+        this before every VJP, which may read `out_data` directly)."""
+        counter = self.out_version
+        if counter is not None and counter[0] != self.out_saved_version:
+            raise RuntimeError(modified_message(self, "the output", self.out_saved_version,
+                                                counter[0]))
 
     def release(self):
         self.parents = None
@@ -182,6 +203,12 @@ class Node:
 def node_where(node):
     """' in scope ...' for a message about a recorded node ('' when it was made outside any)."""
     return f" in scope '{node.scope}'" if node.scope else ""
+
+
+def modified_message(node, which, saved, now):
+    return (f"{node.prim.name}{node_where(node)}: {which} saved for backward was modified in place "
+            f"(version {saved} -> {now}); clone it before modifying, or modify it outside the "
+            "graph")
 
 
 def freed_message(node):

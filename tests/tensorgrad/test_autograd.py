@@ -298,6 +298,62 @@ def test_inplace_change_through_a_view_or_detach_is_caught(device):
         y.sum().backward()
 
 
+# Ops whose VJP reads their own output: changing that output in place must not go unnoticed.
+READS_OUTPUT = {
+    "exp": lambda x: x.exp(),
+    "tanh": lambda x: x.tanh(),
+    "sigmoid": lambda x: x.sigmoid(),
+    "sqrt": lambda x: x.sqrt(),
+    "softmax": lambda x: x.softmax(-1),
+    "log_softmax": lambda x: x.log_softmax(-1),
+    "pow": lambda x: x ** 3,
+    "amax": lambda x: x.amax(0),
+    "amin": lambda x: x.amin(-1, keepdim=True),
+    "max": lambda x: x.max(dim=1).values,  # amax underneath
+    # Its VJP reads the node's output array directly, not through ctx.out.
+    "scaled_dot_product_attention": lambda x: tg.scaled_dot_product_attention(
+        x[None], x[None], x[None]),
+}
+
+
+@pytest.mark.parametrize("name", list(READS_OUTPUT))
+def test_inplace_change_of_a_saved_output_is_caught(device, name):
+    x = (tg.rand(3, 4, dtype=F64, device=device) + 0.5).requires_grad_()
+    y = READS_OUTPUT[name](x)
+    assert y.grad_fn.prim.saves_out
+    y.detach().mul_(0)  # shares y's version counter, as in PyTorch
+    with pytest.raises(RuntimeError, match=rf"^{y.grad_fn.name}: the output saved for backward "
+                                           r"was modified in place \(version 0 -> 1\); clone it"):
+        y.sum().backward()
+
+
+def test_inplace_change_of_a_saved_output_under_no_grad_or_through_a_view_is_caught(device):
+    x = tg.randn(2, 3, device=device, requires_grad=True)
+    y = x.exp()
+    with tg.no_grad():
+        y[0] = 1.0
+    with pytest.raises(RuntimeError, match="exp: the output saved for backward was modified"):
+        y.sum().backward()
+    z = x.tanh()
+    z.detach()[1].zero_()  # a view of a detached alias
+    with pytest.raises(RuntimeError, match="tanh: the output saved for backward was modified"):
+        z.sum().backward()
+
+
+def test_saved_output_checks_leave_copies_and_second_order_alone(device):
+    x = tg.tensor([0.5, -1.0], dtype=F64, device=device, requires_grad=True)
+    y = x.exp()
+    y.detach().clone().mul_(0)  # a copy has its own version counter
+    (g,) = tg.grad(y.sum(), x, create_graph=True)  # g = exp(x), recorded from the saved output
+    (gg,) = tg.grad(g.sum(), x)
+    np.testing.assert_allclose(arr(gg), np.exp(arr(x)))
+    y2 = x.exp()
+    (g2,) = tg.grad(y2.sum(), x, create_graph=True)
+    y2.detach().mul_(2)  # the graph of g2 saved y2 too: its own backward notices
+    with pytest.raises(RuntimeError, match="modified in place"):
+        g2.sum().backward()
+
+
 def test_inplace_on_leaf_requiring_grad(device):
     p = tg.ones(3, device=device, requires_grad=True)
     with pytest.raises(RuntimeError, match="add_: a leaf tensor that requires grad.*no_grad"):
