@@ -47,6 +47,18 @@ def sum_to(grad, shape):
     return grad.reshape(shape) if grad.shape != shape else grad
 
 
+def _broadcasts_to(shape, target):
+    """Whether broadcasting turns `shape` into `target`, so that `sum_to` can undo it."""
+    lead = len(target) - len(shape)
+    return lead >= 0 and all(size in (1, target[lead + i]) for i, size in enumerate(shape))
+
+
+def _wrong_shape_message(node, index, expected, got):
+    return (f"{node.prim.name}{node_where(node)}: its VJP returned a gradient of shape "
+            f"{tuple(got)} for input {index}, which has shape {tuple(expected)}; a gradient must "
+            "have its input's shape, or a shape the input broadcasts to (it is summed back)")
+
+
 def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                  partial=False):
     """Propagate gradients from `outputs`. With `inputs`, return their gradients instead of
@@ -95,13 +107,15 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 in_grads = prim.vjp(node, grad)
             if type(in_grads) is not tuple:
                 in_grads = (in_grads,)
-            for parent, g, shape, dtype in zip(node.parents, in_grads, node.in_shapes,
-                                               node.in_dtypes):
+            for i, (parent, g, shape, dtype) in enumerate(zip(node.parents, in_grads,
+                                                              node.in_shapes, node.in_dtypes)):
                 if parent is None or g is None:
                     continue
                 # Compared here so that the common, matching case costs no call (op_overhead
                 # fwd+bwd).
                 if g.data.shape != shape:
+                    if not _broadcasts_to(shape, g.data.shape):
+                        raise RuntimeError(_wrong_shape_message(node, i, shape, g.data.shape))
                     g = sum_to(g, shape)
                 if g.data.dtype != dtype:
                     g = g.to(dtype)

@@ -427,3 +427,66 @@ def test_errors_name_the_scope(device):
         with pytest.raises(ValueError, match=r"add: .* \(2, 3\) float32, \(4,\) float32 in scope "
                                              r"'blocks.2.mlp'"):
             tg.ones(2, 3, device=device) + tg.ones(4, device=device)
+
+
+# --- gradients of the wrong shape ----------------------------------------------------------------
+@pytest.fixture
+def registry():
+    """tg.autograd.PRIMITIVES, with any primitive a test registers removed afterwards (the op
+    tests require a case for every registered primitive)."""
+    before = set(tg.autograd.PRIMITIVES)
+    yield tg.autograd.PRIMITIVES
+    for name in set(tg.autograd.PRIMITIVES) - before:
+        del tg.autograd.PRIMITIVES[name]
+
+
+def test_custom_vjp_returning_a_gradient_of_the_wrong_shape_is_named(device, registry):
+    @tg.autograd.primitive("scaled_pair_under_test")
+    def scaled_pair(xp, x, w):
+        return x * w
+
+    @scaled_pair.defvjp
+    def _(ctx, g):
+        return g, g.sum(0)[:3]  # input 1 has shape (4,): (3,) cannot be summed back to it
+
+    x = tg.randn(2, 4, device=device, requires_grad=True)
+    w = tg.randn(4, device=device, requires_grad=True)
+    with tg.scope("blocks.1.mlp"):
+        y = scaled_pair(x, w)
+    with pytest.raises(RuntimeError, match=r"^scaled_pair_under_test in scope 'blocks.1.mlp': its "
+                                           r"VJP returned a gradient of shape \(3,\) for input 1, "
+                                           r"which has shape \(4,\)"):
+        y.sum().backward()
+
+
+def test_a_gradient_with_the_right_size_but_the_wrong_shape_is_not_reshaped(device, registry):
+    @tg.autograd.primitive("transposing_under_test")
+    def transposing(xp, x):
+        return x * 2
+
+    transposing.defvjp(lambda ctx, g: (2 * g).reshape(4, 3))  # (3, 4) wanted: same size
+    x = tg.randn(3, 4, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"transposing_under_test: its VJP returned a gradient "
+                                           r"of shape \(4, 3\) for input 0, which has shape "
+                                           r"\(3, 4\)"):
+        transposing(x).sum().backward()
+
+
+def test_a_broken_builtin_vjp_is_named_too(device, monkeypatch):
+    exp = tg.autograd.PRIMITIVES["exp"]
+    monkeypatch.setattr(exp, "vjp", lambda ctx, g: g[None].expand(2, 3).sum(1))
+    x = tg.randn(3, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"exp: its VJP returned a gradient of shape \(2,\) for "
+                                           r"input 0, which has shape \(3,\)"):
+        x.exp().sum().backward()
+
+
+def test_a_gradient_in_a_broadcast_shape_is_still_summed_back(device, registry):
+    @tg.autograd.primitive("spreading_under_test")
+    def spreading(xp, x):
+        return x + 0
+
+    spreading.defvjp(lambda ctx, g: g.expand(2, 3, 4))  # (3, 1) broadcasts to (2, 3, 4)
+    x = tg.randn(3, 1, device=device, requires_grad=True)
+    spreading(x).sum().backward()
+    np.testing.assert_allclose(arr(x.grad), np.full((3, 1), 8.0))
