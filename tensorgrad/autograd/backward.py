@@ -53,10 +53,17 @@ def _broadcasts_to(shape, target):
     return lead >= 0 and all(size in (1, target[lead + i]) for i, size in enumerate(shape))
 
 
-def _wrong_shape_message(node, index, expected, got):
-    return (f"{node.prim.name}{node_where(node)}: its VJP returned a gradient of shape "
-            f"{tuple(got)} for input {index}, which has shape {tuple(expected)}; a gradient must "
-            "have its input's shape, or a shape the input broadcasts to (it is summed back)")
+def _wrong_shape_message(node, in_grads):
+    """Name the first input whose gradient cannot be summed back to its shape. The index is
+    found here, off the hot loop, which would otherwise enumerate every input (op_overhead
+    fwd+bwd)."""
+    for index, (parent, g, shape) in enumerate(zip(node.parents, in_grads, node.in_shapes)):
+        if parent is not None and g is not None and not _broadcasts_to(shape, g.data.shape):
+            return (f"{node.prim.name}{node_where(node)}: its VJP returned a gradient of shape "
+                    f"{tuple(g.data.shape)} for input {index}, which has shape {tuple(shape)}; a "
+                    "gradient must have its input's shape, or a shape the input broadcasts to "
+                    "(it is summed back)")
+    raise AssertionError("no input has a gradient of the wrong shape")
 
 
 def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
@@ -107,15 +114,15 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 in_grads = prim.vjp(node, grad)
             if type(in_grads) is not tuple:
                 in_grads = (in_grads,)
-            for i, (parent, g, shape, dtype) in enumerate(zip(node.parents, in_grads,
-                                                              node.in_shapes, node.in_dtypes)):
+            for parent, g, shape, dtype in zip(node.parents, in_grads, node.in_shapes,
+                                               node.in_dtypes):
                 if parent is None or g is None:
                     continue
                 # Compared here so that the common, matching case costs no call (op_overhead
                 # fwd+bwd).
                 if g.data.shape != shape:
                     if not _broadcasts_to(shape, g.data.shape):
-                        raise RuntimeError(_wrong_shape_message(node, i, shape, g.data.shape))
+                        raise RuntimeError(_wrong_shape_message(node, in_grads))
                     g = sum_to(g, shape)
                 if g.data.dtype != dtype:
                     g = g.to(dtype)

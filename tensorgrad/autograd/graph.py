@@ -84,6 +84,7 @@ class Primitive:
             if version is None:
                 version = [0]
             node = Node(self, args, attrs, out, backend, mode.scope, version)
+            node.out_saved_version = version[0]
         else:
             node = Node(self, args, attrs, None, backend, mode.scope, None)
         node.extra = extra
@@ -119,7 +120,8 @@ class Node:
     # needs_grad: one bool per input, does it want a gradient (a VJP may skip the others).
     # versions: the saved inputs' versions when saved; out_version: the output's version counter
     # (shared with the output tensor, its views and detached aliases) when the output is saved,
-    # and out_saved_version its value then.
+    # else None; out_saved_version: its value then, set only when the output is saved (one store
+    # less per recorded op: op_overhead fwd).
     # __slots__: one Node per recorded op, so no per-instance dict (op_overhead fwd).
     __slots__ = ("prim", "parents", "needs_grad", "saved", "versions", "attrs", "scope",
                  "in_shapes", "in_dtypes", "out_data", "out_version", "out_saved_version",
@@ -133,7 +135,6 @@ class Node:
         self.scope = scope
         self.out_data = out_data
         self.out_version = out_version
-        self.out_saved_version = None if out_version is None else out_version[0]
         # One pass, no helper calls: this runs once per recorded op (op_overhead fwd+bwd).
         parents, needs, shapes, dtypes = [], [], [], []
         for a in args:
