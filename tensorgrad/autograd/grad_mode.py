@@ -30,6 +30,12 @@ class _PerThread(threading.local):
 
 this_thread = _PerThread()
 
+# How many threads have anomaly mode on: while none has, an op that records nothing (inference,
+# the ops inside VJPs) need not look up its thread's switches at all (generate KV cache,
+# op_overhead fwd+bwd). Changed under the lock: two threads' `+=` could lose a count.
+anomaly_threads = [0]
+_anomaly_lock = threading.Lock()
+
 
 def is_grad_enabled():
     return this_thread.switches.grad_enabled
@@ -122,11 +128,19 @@ def where():
 @contextlib.contextmanager
 def _anomaly_mode(enabled):
     switches = this_thread.switches
-    previous, switches.anomaly = switches.anomaly, enabled
+    previous = switches.anomaly
+    _switch_anomaly(switches, enabled)
     try:
         yield
     finally:
-        switches.anomaly = previous
+        _switch_anomaly(switches, previous)
+
+
+def _switch_anomaly(switches, enabled):
+    if switches.anomaly != enabled:
+        with _anomaly_lock:
+            anomaly_threads[0] += 1 if enabled else -1
+        switches.anomaly = enabled
 
 
 def detect_anomaly():

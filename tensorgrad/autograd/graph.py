@@ -6,7 +6,7 @@ records a Node that remembers the primitive, its parents and only the tensors it
 import functools
 
 from ..tensor import Tensor
-from .grad_mode import check_finite, this_thread, where
+from .grad_mode import anomaly_threads, check_finite, this_thread, where
 
 _wrap = Tensor._wrap  # bound once rather than looked up for every output (op_overhead fwd)
 
@@ -73,11 +73,13 @@ class Primitive:
             out, extra = out
         if not out.shape and backend.isscalar(out):  # NumPy reductions return scalars, not arrays
             out = backend.asarray(out)
-        mode = this_thread.switches  # this thread's, looked up once per op (op_overhead fwd)
-        if mode.anomaly:
+        if anomaly_threads[0] and this_thread.switches.anomaly:
             check_finite(out, backend, f"op '{self.name}'{where()} in forward")
         version = args[0]._version if self.view else None
-        if not (needs_grad and mode.grad_enabled and self.differentiable):
+        if not (needs_grad and self.differentiable):
+            return _wrap(out, backend, False, None, version)
+        mode = this_thread.switches  # this thread's, looked up once per op (op_overhead fwd)
+        if not mode.grad_enabled:
             return _wrap(out, backend, False, None, version)
         if self.saves_out:
             # The node keeps the output's version counter, to check it at backward like inputs'.

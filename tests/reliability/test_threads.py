@@ -208,6 +208,8 @@ def test_detect_anomaly_in_one_thread_does_not_reach_another():
 
     _run(watched, unwatched)
     assert np.isnan(seen["value"])
+    # Every thread left anomaly mode: ops are back to not looking up their switches for it.
+    assert tg.autograd.grad_mode.anomaly_threads == [0]
 
 
 @pytest.mark.xfail(strict=True, reason="nn.Module keeps the paths of the root being called in a "
