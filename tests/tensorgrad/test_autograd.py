@@ -298,6 +298,61 @@ def test_inplace_change_through_a_view_or_detach_is_caught(device):
         y.sum().backward()
 
 
+# Ops whose VJP reads their own output: changing that output in place must not go unnoticed.
+READS_OUTPUT = {
+    "exp": lambda x: x.exp(),
+    "tanh": lambda x: x.tanh(),
+    "sigmoid": lambda x: x.sigmoid(),
+    "sqrt": lambda x: x.sqrt(),
+    "softmax": lambda x: x.softmax(-1),
+    "log_softmax": lambda x: x.log_softmax(-1),
+    "pow": lambda x: x ** 3,
+    "amax": lambda x: x.amax(0),
+    "amin": lambda x: x.amin(-1, keepdim=True),
+    # Its VJP reads the node's output array directly, not through ctx.out.
+    "scaled_dot_product_attention": lambda x: tg.scaled_dot_product_attention(
+        x[None], x[None], x[None]),
+}
+
+
+@pytest.mark.parametrize("name", list(READS_OUTPUT))
+def test_inplace_change_of_a_saved_output_is_caught(device, name):
+    x = (tg.rand(3, 4, dtype=F64, device=device) + 0.5).requires_grad_()
+    y = READS_OUTPUT[name](x)
+    assert y.grad_fn.prim.saves_out
+    y.detach().mul_(0)  # shares y's version counter, as in PyTorch
+    with pytest.raises(RuntimeError, match=rf"^{y.grad_fn.name}: the output saved for backward "
+                                           r"was modified in place \(version 0 -> 1\); clone it"):
+        y.sum().backward()
+
+
+def test_inplace_change_of_a_saved_output_under_no_grad_or_through_a_view_is_caught(device):
+    x = tg.randn(2, 3, device=device, requires_grad=True)
+    y = x.exp()
+    with tg.no_grad():
+        y[0] = 1.0
+    with pytest.raises(RuntimeError, match="exp: the output saved for backward was modified"):
+        y.sum().backward()
+    z = x.tanh()
+    z.detach()[1].zero_()  # a view of a detached alias
+    with pytest.raises(RuntimeError, match="tanh: the output saved for backward was modified"):
+        z.sum().backward()
+
+
+def test_saved_output_checks_leave_copies_and_second_order_alone(device):
+    x = tg.tensor([0.5, -1.0], dtype=F64, device=device, requires_grad=True)
+    y = x.exp()
+    y.detach().clone().mul_(0)  # a copy has its own version counter
+    (g,) = tg.grad(y.sum(), x, create_graph=True)  # g = exp(x), recorded from the saved output
+    (gg,) = tg.grad(g.sum(), x)
+    np.testing.assert_allclose(arr(gg), np.exp(arr(x)))
+    y2 = x.exp()
+    (g2,) = tg.grad(y2.sum(), x, create_graph=True)
+    y2.detach().mul_(2)  # the graph of g2 saved y2 too: its own backward notices
+    with pytest.raises(RuntimeError, match="modified in place"):
+        g2.sum().backward()
+
+
 def test_inplace_on_leaf_requiring_grad(device):
     p = tg.ones(3, device=device, requires_grad=True)
     with pytest.raises(RuntimeError, match="add_: a leaf Variable that requires grad is being used "
@@ -372,3 +427,66 @@ def test_errors_name_the_scope(device):
         with pytest.raises(ValueError, match=r"add: .* \(2, 3\) float32, \(4,\) float32 in scope "
                                              r"'blocks.2.mlp'"):
             tg.ones(2, 3, device=device) + tg.ones(4, device=device)
+
+
+# --- gradients of the wrong shape ----------------------------------------------------------------
+@pytest.fixture
+def registry():
+    """tg.autograd.PRIMITIVES, with any primitive a test registers removed afterwards (the op
+    tests require a case for every registered primitive)."""
+    before = set(tg.autograd.PRIMITIVES)
+    yield tg.autograd.PRIMITIVES
+    for name in set(tg.autograd.PRIMITIVES) - before:
+        del tg.autograd.PRIMITIVES[name]
+
+
+def test_custom_vjp_returning_a_gradient_of_the_wrong_shape_is_named(device, registry):
+    @tg.autograd.primitive("scaled_pair_under_test")
+    def scaled_pair(xp, x, w):
+        return x * w
+
+    @scaled_pair.defvjp
+    def _(ctx, g):
+        return g, g.sum(0)[:3]  # input 1 has shape (4,): (3,) cannot be summed back to it
+
+    x = tg.randn(2, 4, device=device, requires_grad=True)
+    w = tg.randn(4, device=device, requires_grad=True)
+    with tg.scope("blocks.1.mlp"):
+        y = scaled_pair(x, w)
+    with pytest.raises(RuntimeError, match=r"^scaled_pair_under_test in scope 'blocks.1.mlp': its "
+                                           r"VJP returned a gradient of shape \(3,\) for input 1, "
+                                           r"which has shape \(4,\)"):
+        y.sum().backward()
+
+
+def test_a_gradient_with_the_right_size_but_the_wrong_shape_is_not_reshaped(device, registry):
+    @tg.autograd.primitive("transposing_under_test")
+    def transposing(xp, x):
+        return x * 2
+
+    transposing.defvjp(lambda ctx, g: (2 * g).reshape(4, 3))  # (3, 4) wanted: same size
+    x = tg.randn(3, 4, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"transposing_under_test: its VJP returned a gradient "
+                                           r"of shape \(4, 3\) for input 0, which has shape "
+                                           r"\(3, 4\)"):
+        transposing(x).sum().backward()
+
+
+def test_a_broken_builtin_vjp_is_named_too(device, monkeypatch):
+    exp = tg.autograd.PRIMITIVES["exp"]
+    monkeypatch.setattr(exp, "vjp", lambda ctx, g: g[None].expand(2, 3).sum(1))
+    x = tg.randn(3, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"exp: its VJP returned a gradient of shape \(2,\) for "
+                                           r"input 0, which has shape \(3,\)"):
+        x.exp().sum().backward()
+
+
+def test_a_gradient_in_a_broadcast_shape_is_still_summed_back(device, registry):
+    @tg.autograd.primitive("spreading_under_test")
+    def spreading(xp, x):
+        return x + 0
+
+    spreading.defvjp(lambda ctx, g: g.expand(2, 3, 4))  # (3, 1) broadcasts to (2, 3, 4)
+    x = tg.randn(3, 1, device=device, requires_grad=True)
+    spreading(x).sum().backward()
+    np.testing.assert_allclose(arr(x.grad), np.full((3, 1), 8.0))

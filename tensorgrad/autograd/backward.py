@@ -1,0 +1,232 @@
+"""The backward walk: `backward`, `grad`, and the engine both run on.
+
+Gradients flow from the outputs through the recorded nodes in reverse topological order, found
+without recursion; each VJP's gradients are summed back to their inputs' shapes here, in one
+place, and added up per node before that node's own VJP runs.
+"""
+from ..tensor import Tensor
+from .grad_mode import _anomaly_mode, _GradMode, check_finite, this_thread
+from .graph import Node, freed_message, node_where
+
+
+def _topological_order(roots, stop=()):
+    """Nodes reachable from `roots`, every node after all the nodes that consume it; the walk
+    does not go past nodes whose id is in `stop`."""
+    order, visited = [], set()
+    stack = [(node, False) for node in roots]
+    while stack:
+        node, children_done = stack.pop()
+        if children_done:
+            order.append(node)
+            continue
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        if node.parents is None:
+            raise RuntimeError(freed_message(node))
+        stack.append((node, True))
+        if id(node) in stop:
+            continue
+        for parent in node.parents:
+            if type(parent) is Node and id(parent) not in visited:
+                stack.append((parent, False))
+    order.reverse()
+    return order
+
+
+def sum_to(grad, shape):
+    """Undo broadcasting: sum `grad` down to `shape`. The only place the engine does this."""
+    if grad.shape == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(
+        lead + i for i, size in enumerate(shape) if size == 1 and grad.shape[lead + i] != 1)
+    if dims:
+        grad = grad.sum(dim=dims, keepdim=True)
+    return grad.reshape(shape) if grad.shape != shape else grad
+
+
+def _broadcasts_to(shape, target):
+    """Whether broadcasting turns `shape` into `target`, so that `sum_to` can undo it."""
+    lead = len(target) - len(shape)
+    return lead >= 0 and all(size in (1, target[lead + i]) for i, size in enumerate(shape))
+
+
+def _wrong_shape_message(node, in_grads):
+    """Name the first input whose gradient cannot be summed back to its shape. The index is
+    found here, off the hot loop, which would otherwise enumerate every input (op_overhead
+    fwd+bwd)."""
+    for index, (parent, g, shape) in enumerate(zip(node.parents, in_grads, node.in_shapes)):
+        if parent is not None and g is not None and not _broadcasts_to(shape, g.data.shape):
+            return (f"{node.prim.name}{node_where(node)}: its VJP returned a gradient of shape "
+                    f"{tuple(g.data.shape)} for input {index}, which has shape {tuple(shape)}; a "
+                    "gradient must have its input's shape, or a shape the input broadcasts to "
+                    "(it is summed back)")
+    raise AssertionError("no input has a gradient of the wrong shape")
+
+
+def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
+                 partial=False):
+    """Propagate gradients from `outputs`. With `inputs`, return their gradients instead of
+    accumulating into leaves' `.grad`; with `partial` too, treat the inputs as independent
+    (stop at them rather than following their own history)."""
+    grads = {}
+    roots = []
+    owned = {id(g.data) for g in grad_outputs}  # arrays a leaf's .grad may not take as its own
+    captured = {} if inputs is not None else None
+    wanted = {}
+    if inputs is not None:
+        for i, t in enumerate(inputs):
+            wanted.setdefault(id(t._node) if t._node is not None else id(t), []).append(i)
+    for out, grad in zip(outputs, grad_outputs):
+        if not out.requires_grad:
+            raise RuntimeError(f"element {len(roots)} of outputs does not require grad and has no "
+                               "graph; did you compute it under no_grad or from constants?")
+        if out._node is None:
+            _deliver(out, grad, captured, wanted, create_graph, owned)
+            continue
+        key = id(out._node)
+        grads[key] = grad if key not in grads else grads[key] + grad
+        roots.append(out._node)
+
+    check = this_thread.switches.anomaly
+    # Inside a VJP the forward check is off: a NaN there is reported below, as the gradient of
+    # the op being differentiated rather than as the forward of some op inside its VJP.
+    with _GradMode(create_graph), _anomaly_mode(False):
+        for node in _topological_order(roots, wanted if partial else ()):
+            grad = grads.pop(id(node), None)
+            if grad is None:
+                continue
+            if captured is not None and id(node) in wanted:
+                for i in wanted[id(node)]:
+                    captured[i] = grad
+                if partial:
+                    continue
+            prim = node.prim
+            if prim.vjp is None:
+                raise RuntimeError(f"{prim.name} has no gradient rule")
+            if node.out_version is not None:  # the output is saved: was it changed since?
+                node.check_out()
+            if create_graph and prim.composite is not None:
+                in_grads = _composite_vjp(node, grad)
+            else:
+                in_grads = prim.vjp(node, grad)
+            if type(in_grads) is not tuple:
+                in_grads = (in_grads,)
+            for parent, g, shape, dtype in zip(node.parents, in_grads, node.in_shapes,
+                                               node.in_dtypes):
+                if parent is None or g is None:
+                    continue
+                # Compared here so that the common, matching case costs no call (op_overhead
+                # fwd+bwd).
+                if g.data.shape != shape:
+                    if not _broadcasts_to(shape, g.data.shape):
+                        raise RuntimeError(_wrong_shape_message(node, in_grads))
+                    g = sum_to(g, shape)
+                if g.data.dtype != dtype:
+                    g = g.to(dtype)
+                if check:
+                    check_finite(g.data, g._backend,
+                                 f"the gradient of op '{prim.name}'{node_where(node)}")
+                if type(parent) is Node:
+                    key = id(parent)
+                    previous = grads.get(key)
+                    if previous is None:
+                        grads[key] = g
+                    elif create_graph:
+                        grads[key] = previous + g
+                    else:  # same shape and dtype by now: add the arrays, skip the op machinery
+                        # (op_overhead fwd+bwd)
+                        grads[key] = Tensor._constant(previous.data + g.data, g._backend)
+                else:
+                    _deliver(parent, g, captured, wanted, create_graph, owned)
+            if not retain_graph:
+                node.release()
+    if captured is not None:
+        return [captured.get(i) for i in range(len(inputs))]
+    return None
+
+
+def _composite_vjp(node, grad):
+    """The VJP of a fused primitive obtained by differentiating its composite (create_graph
+    only): every op is recorded, so the result can be differentiated again."""
+    inputs = node.inputs
+    with _GradMode(True):
+        out = node.prim.composite(*inputs, **node.attrs)
+    wanted = [t for t, need in zip(inputs, node.needs_grad) if need]
+    grads = iter(run_backward([out], [grad], True, True, wanted, partial=True))
+    return tuple(next(grads) if need else None for need in node.needs_grad)
+
+
+def _deliver(leaf, grad, captured, wanted, create_graph, owned):
+    """A leaf's gradient: captured for `grad()`, else accumulated into `.grad`."""
+    if captured is not None:
+        for i in wanted.get(id(leaf), ()):
+            captured[i] = grad if i not in captured else captured[i] + grad
+        return
+    if create_graph:
+        leaf.grad = grad if leaf.grad is None else leaf.grad + grad
+        return
+    if leaf.grad is not None:
+        leaf.grad = (leaf.grad + grad).detach()
+        return
+    # The leaf must own its .grad (optimizers and clipping update it in place). A fresh array
+    # that no other leaf got is taken as it is, not copied (mlp_step); a view (a broadcast, say),
+    # one already handed to another leaf, or the caller's own seed gradient is copied.
+    data = grad.data
+    if data.base is not None or id(data) in owned:
+        data = data.copy()
+    owned.add(id(data))
+    leaf.grad = Tensor._constant(data, grad._backend)
+
+
+def backward(tensor, gradient=None, retain_graph=None, create_graph=False):
+    """Accumulate d(tensor)/d(leaf) into every leaf's `.grad` (see `Tensor.backward`)."""
+    gradient = _default_grad(tensor, gradient, "backward")
+    if retain_graph is None:
+        retain_graph = create_graph
+    run_backward([tensor], [gradient], retain_graph, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False):
+    """Gradients of `outputs` with respect to `inputs`, returned rather than stored in `.grad`.
+
+    outputs, inputs: a Tensor or a sequence of Tensors. Returns a tuple with one gradient per
+    input (None for an input the outputs do not depend on, when `allow_unused`).
+    """
+    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    single = isinstance(inputs, Tensor)
+    inputs = [inputs] if single else list(inputs)
+    if grad_outputs is None or isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs] * len(outputs)
+    grad_outputs = [_default_grad(o, g, "grad") for o, g in zip(outputs, grad_outputs)]
+    for i, t in enumerate(inputs):
+        if not t.requires_grad:
+            raise RuntimeError(f"grad: input {i} (shape {t.shape}) does not require grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    result = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs)
+    for i, g in enumerate(result):
+        if g is None and not allow_unused:
+            raise RuntimeError(f"grad: input {i} (shape {inputs[i].shape}) is not used by the "
+                               "outputs; pass allow_unused=True to get None for it")
+        if g is not None and not create_graph:
+            result[i] = g.detach()
+    return tuple(result)
+
+
+def _default_grad(tensor, gradient, what):
+    if gradient is None:
+        if tensor.data.size != 1:
+            raise RuntimeError(f"{what}: a gradient can be created implicitly only for a "
+                               f"single-element output, got shape {tensor.shape}; pass "
+                               "gradient=Tensor of that shape")
+        return Tensor._constant(tensor._backend.ones_like(tensor.data), tensor._backend)
+    if not isinstance(gradient, Tensor):
+        from ..creation import tensor as make_tensor  # creation imports the engine
+        gradient = make_tensor(gradient, dtype=tensor.dtype, device=tensor.device)
+    if gradient.shape != tensor.shape:
+        raise RuntimeError(f"{what}: gradient has shape {gradient.shape} but the output has shape "
+                           f"{tensor.shape}")
+    return gradient

@@ -1,0 +1,220 @@
+"""Primitives, their registry, and the Node each recorded call leaves in the graph.
+
+Calling a primitive on Tensors runs its array-level forward and, when a gradient is wanted,
+records a Node that remembers the primitive, its parents and only the tensors its VJP reads.
+"""
+import functools
+
+from ..tensor import Tensor
+from .grad_mode import anomaly_threads, check_finite, this_thread, where
+
+_wrap = Tensor._wrap  # bound once rather than looked up for every output (op_overhead fwd)
+
+PRIMITIVES = {}
+
+
+class Primitive:
+    """One differentiable operation: forward on arrays, VJP on Tensors.
+
+    saves: indices of the inputs the VJP reads ("all" for every one); saves_out: whether it
+    reads the output. Everything else is dropped as soon as the forward returns, so the graph
+    holds no more memory than the gradients need.
+
+    saves_extra: the forward returns (output, extra) and `ctx.extra` hands `extra` (statistics
+    such as a layer norm's mean and 1/std) to the VJP, so it need not recompute them.
+
+    composite: the same function written in tensorgrad ops. A fused primitive whose VJP works on
+    raw arrays for speed names its composite; when the backward is itself being recorded
+    (create_graph=True) the engine differentiates the composite instead, so gradients of
+    gradients stay exact without a second hand-written rule.
+    """
+
+    def __init__(self, name, forward, saves=(), saves_out=False, saves_extra=False,
+                 composite=None, differentiable=True, view=False):
+        self.name = name
+        self.forward = forward
+        self.saves = saves if saves == "all" else tuple(saves)
+        self.saves_out = saves_out
+        self.saves_extra = saves_extra
+        self.composite = composite
+        self.differentiable = differentiable
+        self.view = view
+        self.vjp = None
+        functools.update_wrapper(self, forward)
+
+    def defvjp(self, rule):
+        """Register the VJP: rule(ctx, grad_output) -> gradient or tuple of gradients."""
+        self.vjp = rule
+        return rule
+
+    def __call__(self, *args, **attrs):
+        # One pass over the arguments, no helper calls: this runs for every op (op_overhead fwd).
+        backend = None
+        datas = []
+        needs_grad = False
+        for arg in args:
+            if arg is None:
+                datas.append(None)
+                continue
+            if backend is None:
+                backend = arg._backend
+            elif arg._backend is not backend:
+                devices = ", ".join(str(a.device) for a in args if a is not None)
+                raise RuntimeError(f"{self.name}: expected all tensors on one device, got {devices}"
+                                   f"{where()}")
+            datas.append(arg.data)
+            needs_grad = needs_grad or arg.requires_grad
+        try:
+            out = self.forward(backend, *datas, **attrs)
+        except (ValueError, TypeError, IndexError) as exc:
+            raise _library_error(self.name, exc, datas) from None
+        extra = None
+        if self.saves_extra:
+            out, extra = out
+        if not out.shape and backend.isscalar(out):  # NumPy reductions return scalars, not arrays
+            out = backend.asarray(out)
+        if anomaly_threads[0] and this_thread.switches.anomaly:
+            check_finite(out, backend, f"op '{self.name}'{where()} in forward")
+        version = args[0]._version if self.view else None
+        if not (needs_grad and self.differentiable):
+            return _wrap(out, backend, False, None, version)
+        mode = this_thread.switches  # this thread's, looked up once per op (op_overhead fwd)
+        if not mode.grad_enabled:
+            return _wrap(out, backend, False, None, version)
+        if self.saves_out:
+            # The node keeps the output's version counter, to check it at backward like inputs'.
+            if version is None:
+                version = [0]
+            node = Node(self, args, attrs, out, backend, mode.scope, version)
+            node.out_saved_version = version[0]
+        else:
+            node = Node(self, args, attrs, None, backend, mode.scope, None)
+        node.extra = extra
+        return _wrap(out, backend, True, node, version)
+
+    def __repr__(self):
+        return f"<primitive {self.name}>"
+
+
+def primitive(name, **options):
+    """Decorator: `@primitive("exp", saves_out=True)` over `def exp(xp, x): ...`."""
+    def register(forward):
+        if name in PRIMITIVES:
+            raise ValueError(f"primitive {name!r} registered twice")
+        prim = Primitive(name, forward, **options)
+        PRIMITIVES[name] = prim
+        return prim
+    return register
+
+
+def _library_error(name, exc, datas):
+    """Re-raise an array library's complaint with the op's name and what it was given."""
+    inputs = ", ".join(f"{tuple(d.shape)} {d.dtype}" for d in datas if hasattr(d, "shape"))
+    message = str(exc)
+    if "broadcast" in message:
+        message = "the shapes cannot be broadcast together"
+    return type(exc)(f"{name}: {message}; got inputs {inputs}{where()}")
+
+
+class Node:
+    """A recorded application of a primitive; it is also the `ctx` a VJP rule receives."""
+
+    # needs_grad: one bool per input, does it want a gradient (a VJP may skip the others).
+    # versions: the saved inputs' versions when saved; out_version: the output's version counter
+    # (shared with the output tensor, its views and detached aliases) when the output is saved,
+    # else None; out_saved_version: its value then, set only when the output is saved (one store
+    # less per recorded op: op_overhead fwd).
+    # __slots__: one Node per recorded op, so no per-instance dict (op_overhead fwd).
+    __slots__ = ("prim", "parents", "needs_grad", "saved", "versions", "attrs", "scope",
+                 "in_shapes", "in_dtypes", "out_data", "out_version", "out_saved_version",
+                 "backend", "extra", "__weakref__")
+
+    def __init__(self, prim, args, attrs, out_data, backend, scope, out_version):
+        self.prim = prim
+        self.backend = backend
+        self.extra = None
+        self.attrs = attrs
+        self.scope = scope
+        self.out_data = out_data
+        self.out_version = out_version
+        # One pass, no helper calls: this runs once per recorded op (op_overhead fwd+bwd).
+        parents, needs, shapes, dtypes = [], [], [], []
+        for a in args:
+            if a is None:
+                parents.append(None)
+                needs.append(False)
+                shapes.append(None)
+                dtypes.append(None)
+            else:
+                data = a.data
+                shapes.append(data.shape)
+                dtypes.append(data.dtype)
+                needs.append(a.requires_grad)
+                parents.append((a._node or a) if a.requires_grad else None)
+        self.parents, self.needs_grad = parents, needs
+        self.in_shapes, self.in_dtypes = shapes, dtypes
+        saves = prim.saves
+        self.saved = saved = args if saves == "all" else [args[i] for i in saves]
+        versions = []
+        for t in saved:
+            versions.append(None if t is None else t._version[0])
+        self.versions = versions
+
+    @property
+    def name(self):
+        return self.prim.name
+
+    @property
+    def inputs(self):
+        """The saved inputs, in the order the primitive's `saves` lists them."""
+        if self.saved is None:
+            raise RuntimeError(freed_message(self))
+        for tensor, version in zip(self.saved, self.versions):
+            if version is not None and tensor._version[0] != version:
+                raise RuntimeError(modified_message(self, "an input", version, tensor._version[0]))
+        return self.saved
+
+    @property
+    def out(self):
+        """The output as a Tensor attached to this node, so VJPs that use it stay differentiable.
+
+        It shares the output's version counter, so a graph recorded from it (create_graph)
+        checks the output again."""
+        if self.out_data is None:
+            raise RuntimeError(freed_message(self))
+        self.check_out()
+        return Tensor._wrap(self.out_data, self.backend, True, self, self.out_version)
+
+    def check_out(self):
+        """Raise if the saved output was modified in place since the forward (the engine calls
+        this before every VJP, which may read `out_data` directly)."""
+        counter = self.out_version
+        if counter is not None and counter[0] != self.out_saved_version:
+            raise RuntimeError(modified_message(self, "the output", self.out_saved_version,
+                                                counter[0]))
+
+    def release(self):
+        self.parents = None
+        self.saved = None
+        self.out_data = None
+        self.extra = None
+
+    def __repr__(self):
+        return f"<Node {self.prim.name}{node_where(self)}>"
+
+
+def node_where(node):
+    """' in scope ...' for a message about a recorded node ('' when it was made outside any)."""
+    return f" in scope '{node.scope}'" if node.scope else ""
+
+
+def modified_message(node, which, saved, now):
+    return (f"{node.prim.name}{node_where(node)}: {which} saved for backward was modified in place "
+            f"(version {saved} -> {now}); clone it before modifying, or modify it outside the "
+            "graph")
+
+
+def freed_message(node):
+    return (f"{node.prim.name}{node_where(node)}: trying to backward through the graph a second "
+            "time, but its saved tensors were freed after the first backward; pass "
+            "retain_graph=True to the first backward if you need to do this")
