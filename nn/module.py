@@ -5,6 +5,7 @@ it, so `state_dict` keys are the dotted attribute paths (`blocks.3.attn.qkv.weig
 Calling a module runs `forward` inside `tg.scope(<its dotted path>)`, so every node it creates
 names the module it came from; the graph renderer, anomaly reports and op errors read that name.
 """
+import threading
 from collections import OrderedDict, namedtuple
 
 import tensorgrad as tg
@@ -58,8 +59,15 @@ class RemovableHandle:
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
-# {id(module): dotted path} for the root call in progress; None when no module is running.
-_call_paths = None
+class _CallState(threading.local):
+    """Per thread, as grad mode is: {id(module): dotted path} for the root call in progress in
+    this thread (None when none is), so two threads running two models name their own nodes."""
+
+    def __init__(self):
+        self.paths = None  # set in __init__: per-thread attributes read faster than defaults
+
+
+_call = _CallState()
 # Bumped whenever any module gains or loses a child: a root caches its paths until it changes.
 _tree_version = 0
 
@@ -365,12 +373,13 @@ class Module:
         return handle
 
     def __call__(self, *args, **kwargs):
-        global _call_paths
-        root = _call_paths is None
+        call = _call
+        paths = call.paths
+        root = paths is None
         if root:
-            _call_paths = self._paths()
+            paths = call.paths = self._paths()
         # A module called without being registered under the root nests by class name.
-        path = _call_paths.get(id(self))
+        path = paths.get(id(self))
         previous = set_scope(path) if path is not None else enter_scope(type(self).__name__)
         try:
             try:
@@ -386,7 +395,7 @@ class Module:
         finally:
             set_scope(previous)
             if root:
-                _call_paths = None
+                call.paths = None
         return output
 
     def _paths(self):

@@ -212,9 +212,6 @@ def test_detect_anomaly_in_one_thread_does_not_reach_another():
     assert tg.autograd.grad_mode.anomaly_threads == [0]
 
 
-@pytest.mark.xfail(strict=True, reason="nn.Module keeps the paths of the root being called in a "
-                   "process-wide global (_call_paths in nn/module.py): a second thread's root "
-                   "call finds the first's and names its modules by class instead")
 def test_modules_called_in_two_threads_name_their_nodes_by_their_own_paths():
     from tensorgrad import nn
 
