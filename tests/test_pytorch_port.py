@@ -220,7 +220,7 @@ def test_logits_loss_and_gradients_match_torch(flash, monkeypatch):
     t_logits, t_loss = theirs(real_torch.tensor(x), real_torch.tensor(y))
     np.testing.assert_allclose(np.asarray(logits.detach()), t_logits.detach().numpy(),
                                rtol=1e-5, atol=1e-5)
-    assert float(loss) == pytest.approx(float(t_loss), rel=1e-5)
+    assert loss.item() == pytest.approx(t_loss.item(), rel=1e-5)
     loss.backward()
     t_loss.backward()
     ours_grads = dict(ours.named_parameters())
