@@ -1,6 +1,6 @@
 """Mismatches with PyTorch the fuzzer found and the engine has not fixed yet, each one graph
 through the same comparison, as a strict xfail: when a fix lands the case passes, the strict
-xfail fails, and the flag in fuzz_ops.py that keeps the fuzzer away from it can be switched on
+xfail fails, and the flag in fuzz_params.py that keeps the fuzzer away from it can be switched on
 (then delete the case here).
 """
 import pytest
@@ -18,12 +18,12 @@ def _case(reason, shapes, *sources):
 
 
 ZERO_D = ("issue 13 item 4: an explicit dim on a 0-d tensor fails (PyTorch takes dim 0 / -1); "
-          "fuzz_ops.ZERO_D_DIMS")
+          "fuzz_params.ZERO_D_DIMS")
 SCATTER = ("found by the fuzzer: scatter_add refuses an index smaller than src, which PyTorch "
-           "allows (index.size(d) <= src.size(d)); fuzz_ops.SCATTER_PART_OF_SRC")
+           "allows (index.size(d) <= src.size(d)); fuzz_params.SCATTER_PART_OF_SRC")
 COMPOSITE = ("found by the fuzzer: with create_graph=True a fused primitive given one tensor in "
              "several slots returns its whole gradient once per slot (autograd._composite_vjp); "
-             "fuzz_ops.COMPOSITE_FAN_OUT")
+             "fuzz_params.COMPOSITE_FAN_OUT")
 
 CASES = [
     *(_case(ZERO_D, [()], src) for src in [
