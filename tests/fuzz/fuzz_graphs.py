@@ -188,9 +188,27 @@ def _dot(grads, directions):
     return sum(terms[1:], terms[0]) if terms else None
 
 
+def _derivatives(framework, inputs, output, probe, directions):
+    """{what: one gradient per input}: of <probe, output>, and when `directions` are given,
+    the same with create_graph=True and the Hessian-vector product along them. Also returns
+    the tensor the HVP differentiates (None when no gradient depends on the inputs)."""
+    T = FRAMEWORKS[framework][0]
+    probe = T.tensor(probe, dtype=T.float64)
+    found = {"gradient": _grad(framework, [output], inputs, [probe])}
+    if directions is None:
+        return found, None
+    grads = _grad(framework, [output], inputs, [probe], create_graph=True)
+    dot = _dot(grads, [T.tensor(v, dtype=T.float64) for v in directions])
+    found["gradient with create_graph=True"] = grads
+    found["Hessian-vector product"] = ([None] * len(inputs) if dot is None
+                                       else _grad(framework, [dot], inputs, None))
+    return found, dot
+
+
 def check(graph):
     """Run `graph` in both frameworks and compare; returns the tensorgrad primitives it used."""
     arrays = graph.inputs()
+    shapes = [a.shape for a in arrays]
     runs = {}
     for framework, (T, _) in FRAMEWORKS.items():
         inputs = [T.tensor(a, dtype=T.float64, requires_grad=True) for a in arrays]
@@ -198,35 +216,18 @@ def check(graph):
     ours, theirs = runs["tensorgrad"][1], runs["torch"][1]
     for name, source in graph.steps:
         _compare(ours[name], theirs[name], None, f"value of {name} = {source}", graph)
-
-    out = graph.output
-    (probe,) = graph.directions([tuple(theirs[out].shape)])
-    shapes = [a.shape for a in arrays]
     used = primitives_in([ours[name] for name, _ in graph.steps])
-    first = {fw: _grad(fw, [runs[fw][1][out]], runs[fw][0],
-                       [T.tensor(probe, dtype=T.float64)])
-             for fw, (T, _) in FRAMEWORKS.items()}
-    for i, (g, w) in enumerate(zip(first["tensorgrad"], first["torch"])):
-        _compare(g, w, shapes[i], f"gradient of x{i}", graph)
-    if not graph.second_order:
-        return used
 
-    directions = graph.directions([tuple(theirs[out].shape)] + shapes)[1:]
-    hvp, recorded = {}, {}
-    for fw, (T, _) in FRAMEWORKS.items():
-        inputs, env = runs[fw]
-        grads = _grad(fw, [env[out]], inputs, [T.tensor(probe, dtype=T.float64)],
-                      create_graph=True)
-        recorded[fw] = grads
-        dot = _dot(grads, [T.tensor(v, dtype=T.float64) for v in directions])
-        if fw == "tensorgrad" and dot is not None:
-            used |= primitives_in([dot])
-        hvp[fw] = [None] * len(inputs) if dot is None else _grad(fw, [dot], inputs, None)
-    for i, (g, w) in enumerate(zip(recorded["tensorgrad"], recorded["torch"])):
-        _compare(g, w, shapes[i], f"gradient of x{i} with create_graph=True", graph)
-    for i, (h, w) in enumerate(zip(hvp["tensorgrad"], hvp["torch"])):
-        _compare(h, w, shapes[i], f"Hessian-vector product for x{i}", graph)
-    return used
+    out_shape = tuple(theirs[graph.output].shape)
+    probe, *directions = graph.directions([out_shape] + shapes)
+    found = {fw: _derivatives(fw, inputs, env[graph.output], probe,
+                              directions if graph.second_order else None)
+             for fw, (inputs, env) in runs.items()}
+    (ours_found, dot), (theirs_found, _) = found["tensorgrad"], found["torch"]
+    for what, grads in ours_found.items():
+        for i, (g, w) in enumerate(zip(grads, theirs_found[what])):
+            _compare(g, w, shapes[i], f"{what} for x{i}", graph)
+    return used | (primitives_in([dot]) if dot is not None else set())
 
 
 def primitives_in(tensors):
