@@ -25,11 +25,12 @@ from hypothesis import strategies as st
 from fuzz_params import (
     COMPOSITE_FAN_OUT, away_from, apart, basic_index, bool_mask, broadcastable, cat_fits,
     choice, clamp_smooth, cross_entropy_params, dim_keepdim, dim_param, einsum_params,
-    expand_shape, factor_shape, flatten_params, gather_params, has_dims, matmul_fits,
+    expand_shape, factor_shape, flatten_params, gather_params, flip_movedim_fits, matmul_fits,
     narrow_params, ndim_at_least, no_ties, norm_shape, one_dim, operand_away,
     out_away_from_zero, pad_params, permutation, pieces_param, reduction, same_shape,
     scatter_params, sdpa_fits, some_dims, spread_params, tensor_index, unbind_params,
-    weight_fits,
+    weight_fits, jumps_away, quotient, ndim_is, conv_fits, conv_params, transpose_weight_fits,
+    unfold_params,
 )
 
 
@@ -57,6 +58,8 @@ class Op:
 GUARD = "({0} * {0} + 0.5)"  # a positive version of operand 0, for ops with a domain
 SCALARS = [-1.5, 0.5, 2.0]
 DIAGONALS = [-1, 0, 1]
+DIVISOR = "({1} * {1} + 0.5)"  # a positive version of operand 1, for the rounding divisions
+CONV_ARGS = "stride={stride}, padding={padding}, dilation={dilation}"
 
 OPS = [
     # elementwise, one operand
@@ -88,6 +91,15 @@ OPS = [
     Op("mul", "{c} * {0}", params=choice(c=SCALARS)),
     Op("div", "{0} / {c}", params=choice(c=SCALARS)),
     Op("div", "{c} / " + GUARD, params=choice(c=SCALARS)),
+    # rounding: piecewise constant, so a zero gradient (PyTorch's too), away from the jumps
+    Op("floor", "{0}.floor()", smooth=jumps_away()),
+    Op("ceil", "{0}.ceil()", smooth=jumps_away()),
+    Op("trunc", "{0}.trunc()", smooth=jumps_away()),
+    Op("round", "{0}.round()", smooth=jumps_away(offset=0.5)),
+    Op("div_rounded", "T.div({0}, " + DIVISOR + ", rounding_mode={mode})", arity=2,
+       smooth=jumps_away(quotient), params=choice(mode=["floor", "trunc"])),
+    Op("remainder", "{0} % " + DIVISOR, arity=2, smooth=jumps_away(quotient)),
+    Op("fmod", "T.fmod({0}, " + DIVISOR + ")", arity=2, smooth=jumps_away(quotient)),
     # elementwise, broadcasting
     Op("add", "{0} + {1}", arity=2),
     Op("add", "T.add({0}, {1}, alpha={alpha})", arity=2, params=choice(alpha=[2.0, -0.5])),
@@ -110,34 +122,34 @@ OPS = [
     Op("amin", "{0}.amin({args})", smooth=no_ties,
        params=reduction()),
     Op("max", "{0}.max()", smooth=no_ties),
-    Op("max", "{0}.max(dim={dim}, keepdim={keepdim})[0]", accepts=has_dims,
+    Op("max", "{0}.max(dim={dim}, keepdim={keepdim})[0]",
        smooth=no_ties, params=dim_keepdim),
-    Op("min", "{0}.min(dim={dim}, keepdim={keepdim})[0]", accepts=has_dims,
+    Op("min", "{0}.min(dim={dim}, keepdim={keepdim})[0]",
        smooth=no_ties, params=dim_keepdim),
-    Op("logsumexp", "{0}.logsumexp({args})", accepts=has_dims,
+    Op("logsumexp", "{0}.logsumexp({args})",
        params=reduction(required=True)),
-    Op("var", "{0}.var({args})", accepts=has_dims, params=spread_params),
-    Op("std", "{0}.std({args})", accepts=has_dims, smooth=out_away_from_zero,
+    Op("var", "{0}.var({args})", params=spread_params),
+    Op("std", "{0}.std({args})", smooth=out_away_from_zero,
        params=spread_params),
     Op("norm", "{0}.norm({args})", smooth=out_away_from_zero, params=reduction(extra="p=2")),
-    Op("cumsum", "{0}.cumsum({dim})", accepts=has_dims, params=dim_param),
-    Op("softmax", "{0}.softmax({dim})", accepts=has_dims, params=dim_param),
-    Op("softmax", "T.softmax({0}, dim={dim})", accepts=has_dims, params=dim_param),
-    Op("log_softmax", "F.log_softmax({0}, dim={dim})", accepts=has_dims, params=dim_param),
+    Op("cumsum", "{0}.cumsum({dim})", params=dim_param),
+    Op("softmax", "{0}.softmax({dim})", params=dim_param),
+    Op("softmax", "T.softmax({0}, dim={dim})", params=dim_param),
+    Op("log_softmax", "F.log_softmax({0}, dim={dim})", params=dim_param),
     # shapes
     Op("reshape", "{0}.reshape({shape})",
        params=lambda draw, s: {"shape": factor_shape(draw, math.prod(s))}),
     Op("permute", "{0}.permute({perm})", params=permutation),
-    Op("transpose", "{0}.transpose({d0}, {d1})", accepts=has_dims,
+    Op("transpose", "{0}.transpose({d0}, {d1})",
        params=lambda draw, s: {"d0": one_dim(draw, s), "d1": one_dim(draw, s)}),
     Op("transpose", "{0}.mT", accepts=ndim_at_least(2)),
     Op("unsqueeze", "{0}.unsqueeze({dim})",
        params=lambda draw, s: {"dim": one_dim(draw, s, extra=1)}),
-    Op("squeeze", "{0}.squeeze({dim})", accepts=has_dims, params=dim_param),
+    Op("squeeze", "{0}.squeeze({dim})", params=dim_param),
     Op("squeeze", "{0}.squeeze()"),
     Op("flatten", "{0}.flatten({start}, {end})", accepts=ndim_at_least(1), params=flatten_params),
     Op("expand", "{0}.expand({shape})", params=expand_shape),
-    Op("movedim", "{0}.movedim({src}, {dst})", accepts=has_dims,
+    Op("movedim", "{0}.movedim({src}, {dst})", accepts=flip_movedim_fits,
        params=lambda draw, s: {"src": one_dim(draw, s), "dst": one_dim(draw, s)}),
     Op("narrow", "{0}.narrow({dim}, {start}, {length})", accepts=ndim_at_least(1),
        params=narrow_params),
@@ -146,7 +158,7 @@ OPS = [
            st.integers(1, 2), min_size=max(len(s), 1), max_size=len(s) + 1)))}),
     Op("tril", "{0}.tril({diagonal})", accepts=ndim_at_least(2), params=choice(diagonal=DIAGONALS)),
     Op("triu", "{0}.triu({diagonal})", accepts=ndim_at_least(2), params=choice(diagonal=DIAGONALS)),
-    Op("flip", "{0}.flip({dims})", accepts=has_dims,
+    Op("flip", "{0}.flip({dims})", accepts=flip_movedim_fits,
        params=lambda draw, s: {"dims": some_dims(draw, s) if s else (0,)}),
     Op("cat", "T.cat([{0}, {1}], dim={dim})", arity=2, partner=cat_fits,
        params=lambda draw, a, b: {"dim": next((i for i, (x, y) in enumerate(zip(a, b)) if x != y),
@@ -179,6 +191,20 @@ OPS = [
     Op("einsum", "T.einsum({equation}, {0})", accepts=ndim_at_least(1), params=einsum_params),
     Op("einsum", "T.einsum({equation}, {0}, {1})", arity=2, accepts=ndim_at_least(1),
        partner=same_shape, params=einsum_params),
+    # convolution
+    Op("conv", "F.conv1d({0}, {1}, " + CONV_ARGS + ")", arity=2, accepts=ndim_is(3),
+       partner=conv_fits, params=conv_params, distinct=not COMPOSITE_FAN_OUT),
+    Op("conv", "F.conv1d({0}, {1}, {2}, " + CONV_ARGS + ")", arity=3, accepts=ndim_is(3),
+       partner=conv_fits, params=conv_params, distinct=not COMPOSITE_FAN_OUT),
+    Op("conv", "F.conv2d({0}, {1}, " + CONV_ARGS + ")", arity=2, accepts=ndim_is(4),
+       partner=conv_fits, params=conv_params, distinct=not COMPOSITE_FAN_OUT),
+    Op("conv", "F.conv_transpose1d({0}, {1}, stride={stride})", arity=2, accepts=ndim_is(3),
+       partner=transpose_weight_fits, params=choice(stride=[1, 2]),
+       distinct=not COMPOSITE_FAN_OUT),
+    Op("im2col", "F.unfold({0}, {kernel}, padding={padding}, stride={stride})",
+       accepts=ndim_is(4), params=unfold_params),
+    Op("col2im", "F.fold(F.unfold({0}, {kernel}), {0}.shape[-2:], {kernel})",
+       accepts=ndim_is(4), params=unfold_params),
     # normalisation, losses, attention
     Op("layer_norm", "F.layer_norm({0}, {shape})", accepts=ndim_at_least(1), params=norm_shape),
     Op("layer_norm", "F.layer_norm({0}, {1}.shape, {1}, {2})", arity=3,

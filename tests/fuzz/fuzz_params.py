@@ -9,17 +9,17 @@ from hypothesis import strategies as st
 
 EPS = 1e-6  # how far (relative to the operand's scale) a value must stay from a kink or a tie
 
-# Issue 13 item 4: reductions, softmax, flip, squeeze, movedim ... given an explicit dim fail on
-# 0-d tensors (PyTorch takes dim 0 / -1 there), and cumsum(0) returns shape (1,). Until that is
-# fixed the fuzzer gives explicit dims only to tensors with ndim >= 1; test_known_issues.py holds
-# each failing case as a strict xfail, so the fix shows up as XPASS: then set this to True.
-ZERO_D_DIMS = False
+# What is left of issue 13 item 4: flip and movedim given a dim on a 0-d tensor fail (PyTorch
+# takes dim 0 / -1 there; reductions, softmax, cumsum and squeeze do now). Until that is fixed
+# those two get tensors with ndim >= 1; test_known_issues.py holds each failing case as a strict
+# xfail, so the fix shows up as XPASS: then set this to True.
+ZERO_D_FLIP_MOVEDIM = False
 # Found by this fuzzer: scatter_add refuses an index smaller than src (PyTorch reads only the
 # part of src the index covers: index.size(d) <= src.size(d)), with "the shapes cannot be
 # broadcast together". Until then scatter_add gets a src of the index's shape.
 SCATTER_PART_OF_SRC = False
 # Found by this fuzzer: with create_graph=True, a fused primitive (layer_norm, rms_norm,
-# scaled_dot_product_attention: those with a composite=) given one tensor in several operand
+# scaled_dot_product_attention, conv: those with a composite=) given one tensor in several operand
 # slots returns that tensor's whole gradient once per slot, e.g. sdpa(q, q, q) gives 3x the
 # gradient of q (autograd._composite_vjp). Until that is fixed their operands are distinct.
 COMPOSITE_FAN_OUT = False
@@ -46,9 +46,9 @@ def ndim_at_least(n):
     return lambda shape: len(shape) >= n
 
 
-def has_dims(shape):
-    """Can take an explicit dim (see ZERO_D_DIMS)."""
-    return ZERO_D_DIMS or len(shape) >= 1
+def flip_movedim_fits(shape):
+    """flip and movedim: ndim >= 1 until they take 0-d tensors (see ZERO_D_FLIP_MOVEDIM)."""
+    return ZERO_D_FLIP_MOVEDIM or len(shape) >= 1
 
 
 def same_shape(chosen, shape):
@@ -93,9 +93,7 @@ def reduce_params(draw, shape, required=False, extra=""):
 
     Returns {"args": the source text, with `extra` (e.g. "p=2") in front, "dims": the dims}.
     """
-    kinds = ["one", "tuple"] if has_dims(shape) else []
-    if not required or not kinds:
-        kinds.append("all")
+    kinds = ["one", "tuple"] + ([] if required else ["all"])
     kind = draw(st.sampled_from(kinds))
     dims, text = tuple(range(len(shape))), ""
     if kind != "all":
@@ -113,7 +111,7 @@ def spread_params(draw, shape):
     """var/std: dims, and a correction (Bessel's, or none) below the number of values reduced,
     since PyTorch warns and returns NaN otherwise."""
     params = reduce_params(draw, shape, required=True)
-    count = math.prod(shape[d] for d in params["dims"])
+    count = math.prod(shape[d] for d in params["dims"]) if shape else 1
     correction = draw(st.sampled_from([0, 1])) if count > 1 else 0
     params["args"] = Code(f"{params['args']}, correction={correction}")
     return params
@@ -339,3 +337,52 @@ def no_ties(ops, out, p):
 def out_away_from_zero(ops, out, p):
     """norm, std: the derivative blows up where the result is 0."""
     return _clear(out.abs(), ops[0].abs().max())
+
+
+def jumps_away(value_of=lambda ops, p: ops[0], offset=0.0):
+    """floor, round, remainder ...: the rounded quantity away from where it jumps (integers,
+    or half-integers with offset=0.5), where the two frameworks could round apart."""
+    def smooth(ops, out, p):
+        q = value_of(ops, p) - offset
+        return _clear((q - q.round()).abs(), 1.0)
+    return smooth
+
+
+def quotient(ops, p):
+    """a / (b * b + 0.5): what div_rounded, remainder and fmod round (see DIVISOR)."""
+    return ops[0] / (ops[1] * ops[1] + 0.5)
+
+
+# --- convolution ----------------------------------------------------------------------------
+def ndim_is(n):
+    return lambda shape: len(shape) == n
+
+
+def conv_fits(chosen, shape):
+    """conv weight (C_out, C_in, *kernel) no larger than the input; then a bias (C_out,)."""
+    x = chosen[0]
+    if len(chosen) == 2:
+        return shape == chosen[1][:1]
+    return (len(shape) == len(x) and shape[1] == x[1]
+            and all(k <= s for k, s in zip(shape[2:], x[2:])))
+
+
+def conv_params(draw, x, w, *bias):
+    """stride, padding and a dilation the input still fits."""
+    padding = draw(st.integers(0, 1))
+    fits = [d for d in (1, 2)
+            if all((k - 1) * d + 1 <= s + 2 * padding for k, s in zip(w[2:], x[2:]))]
+    return {"stride": draw(st.integers(1, 2)), "padding": padding,
+            "dilation": draw(st.sampled_from(fits))}
+
+
+def transpose_weight_fits(chosen, shape):
+    """conv_transpose weight (C_in, C_out, *kernel)."""
+    x = chosen[0]
+    return len(shape) == len(x) and shape[0] == x[1]
+
+
+def unfold_params(draw, x):
+    kernel = tuple(draw(st.integers(1, s)) for s in x[2:])
+    return {"kernel": kernel, "padding": draw(st.integers(0, 1)),
+            "stride": draw(st.integers(1, 2))}

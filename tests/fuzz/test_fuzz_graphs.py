@@ -22,7 +22,8 @@ EXAMPLES = int(os.environ.get("TENSORGRAD_FUZZ_EXAMPLES", 300))
 SLOW_EXAMPLES = 5000
 SEED = os.environ.get("TENSORGRAD_FUZZ_SEED")
 # Two values of every shape, so an entry with distinct operands of one shape finds them.
-POOL = [(), (4,), (3,), (2, 3), (3, 4), (2, 3, 4), (2, 3, 2)] * 2
+POOL = [(), (2,), (4,), (3,), (2, 3), (3, 4), (2, 3, 4), (2, 3, 2), (3, 2, 2), (1, 2, 3, 4),
+        (2, 2, 2, 2)] * 2
 
 
 def fuzz(examples, **extra):
