@@ -136,7 +136,7 @@ def _draw_step(draw, ops, env, names, name):
             fits = [n for n in latest_first if op.accepts(tuple(env[n].shape))]
         else:
             fits = [n for n in latest_first if op.fits(chosen, tuple(env[n].shape))
-                    and not (op.distinct and n in operands)]
+                    and not (op.distinct and any(_same(env[n], env[m]) for m in operands))]
         if not fits:
             return None
         operands.append(draw(st.sampled_from(fits)))
@@ -150,6 +150,13 @@ def _draw_step(draw, ops, env, names, name):
         return None
     env[name] = out
     return name, source
+
+
+def _same(a, b):
+    """Could tensorgrad hold these as one tensor? It returns its input from a no-op (movedim(0,
+    0) ...) where torch makes a view: same storage, shape and strides."""
+    return (a is b or a.data_ptr() == b.data_ptr() and a.shape == b.shape
+            and a.stride() == b.stride())
 
 
 # --- comparing ------------------------------------------------------------------------------

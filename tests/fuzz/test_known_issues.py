@@ -34,6 +34,8 @@ CASES = [
     _case(COMPOSITE, [(1,)], "-(x0 ** 2)", "F.layer_norm(v0, v0.shape, v0, v0)"),
     _case(COMPOSITE, [(3,)], "F.rms_norm(x0, x0.shape, x0)"),
     _case(COMPOSITE, [(1, 1, 2)], "F.conv1d(x0, x0)"),
+    # the same through a no-op view: tensorgrad's movedim(0, 0) returns x0 itself
+    _case(COMPOSITE, [(2,)], "F.rms_norm(x0.movedim(0, 0), x0.shape, x0)"),
 ]
 
 
