@@ -153,9 +153,19 @@ def _composite_vjp(node, grad):
     inputs = node.inputs
     with _GradMode(True):
         out = node.prim.composite(*inputs, **node.attrs)
-    wanted = [t for t, need in zip(inputs, node.needs_grad) if need]
+    # The composite's gradient for a tensor passed in several slots (attention(q, q, q)) is
+    # already the sum over those slots: the first slot takes it, the others None, or the engine
+    # would add it once per slot.
+    wanted, firsts, seen = [], [], set()
+    for t, need in zip(inputs, node.needs_grad):
+        key = None if t is None else id(t._node) if t._node is not None else id(t)
+        first = need and key not in seen
+        if first:
+            seen.add(key)
+            wanted.append(t)
+        firsts.append(first)
     grads = iter(run_backward([out], [grad], True, True, wanted, partial=True))
-    return tuple(next(grads) if need else None for need in node.needs_grad)
+    return tuple(next(grads) if first else None for first in firsts)
 
 
 def _deliver(leaf, grad, captured, wanted, create_graph, owned):

@@ -136,6 +136,18 @@ def _check_along(x, dim, index, op):
     return dim
 
 
+def _fit(src, index, x, op):
+    """src as a Tensor of index's shape: PyTorch reads the leading block of a larger src."""
+    if not isinstance(src, Tensor):
+        return Tensor._constant(x._backend.full(index.shape, src, dtype=x.dtype), x._backend)
+    if src.ndim != index.ndim or any(s < i for s, i in zip(src.shape, index.shape)):
+        raise RuntimeError(f"{op}: src of shape {src.shape} must have index's {index.ndim} dims "
+                           f"and be at least as large as index {index.shape} in each")
+    if src.shape != index.shape:
+        src = src[tuple(slice(0, s) for s in index.shape)]
+    return src if src.dtype == x.dtype else src.to(x.dtype)
+
+
 @tensor_method
 def gather(x, dim, index):
     """out[i][j] = x[i][index[i][j]] for dim=1 (torch.gather semantics, any number of dims)."""
@@ -147,6 +159,7 @@ def gather(x, dim, index):
 def scatter_add(x, dim, index, src):
     """x plus src added at `index` along dim (repeated indices accumulate)."""
     dim = _check_along(x, dim, index, "scatter_add")
+    src = _fit(src, index, x, "scatter_add")
     return x + _scatter_add(src, dim=dim, index=index.data, shape=x.shape)
 
 

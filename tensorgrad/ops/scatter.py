@@ -7,7 +7,7 @@ gathered back) and `scatter_prod` (zero-safe). Everything else is gather/scatter
 """
 from ..autograd import primitive
 from ..tensor import Tensor, tensor_method
-from .index import _along, _check_along, _gather, _scatter_add, getitem, scatter_add
+from .index import _along, _check_along, _fit, _gather, _scatter_add, getitem, scatter_add
 from .select import where
 from .operands import normalize_dim
 from .unary import inplace_form
@@ -15,18 +15,6 @@ from .unary import inplace_form
 
 def _constant(array, like):
     return Tensor._constant(array, like._backend)
-
-
-def _fit(src, index, x, op):
-    """src as a Tensor of index's shape: PyTorch reads the leading block of a larger src."""
-    if not isinstance(src, Tensor):
-        return _constant(x._backend.full(index.shape, src, dtype=x.dtype), x)
-    if src.ndim != index.ndim or any(s < i for s, i in zip(src.shape, index.shape)):
-        raise RuntimeError(f"{op}: src of shape {src.shape} must have index's {index.ndim} dims "
-                           f"and be at least as large as index {index.shape} in each")
-    if src.shape != index.shape:
-        src = src[tuple(slice(0, s) for s in index.shape)]
-    return src if src.dtype == x.dtype else src.to(x.dtype)
 
 
 def _touched(x, dim, index):

@@ -391,7 +391,8 @@ def _flip_vjp(ctx, g):
 @tensor_method
 def flip(x, dims):
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    return _flip(x, dims=tuple(normalize_dim(d, x.ndim, "flip") for d in dims))
+    dims = tuple(normalize_dim(d, x.ndim, "flip") for d in dims)
+    return _flip(x, dims=dims) if x.ndim else x * 1  # a 0-d tensor takes dim 0 / -1 as is
 
 
 # --- triangles ------------------------------------------------------------------------------------

@@ -175,3 +175,14 @@ def test_tril_and_triu_keep_the_dtype(dtype):
         theirs = getattr(torch.ones(3, 4, dtype=getattr(torch, dtype)), name)(diagonal)
         assert str(ours.dtype) == str(theirs.dtype).replace("torch.", "")
         np.testing.assert_array_equal(np.asarray(ours), theirs.numpy())
+
+
+def test_scatter_add_reads_the_leading_block_of_a_larger_src():
+    """Found by the fuzzer: PyTorch takes an index smaller than src (index.size(d) <=
+    src.size(d)) and reads src's leading block; torch's backward refuses it, ours does not."""
+    for index, src_shape, dim in (([0, 2], (4,), 0), ([[0], [2]], (2, 3), 1)):
+        x = np.zeros((3,) if dim == 0 else (2, 3))
+        src = np.arange(np.prod(src_shape), dtype=np.float64).reshape(src_shape) + 1
+        ours = tg.tensor(x).scatter_add(dim, tg.tensor(index), tg.tensor(src))
+        theirs = torch.tensor(x).scatter_add(dim, torch.tensor(index), torch.tensor(src))
+        np.testing.assert_array_equal(np.asarray(ours), theirs.numpy())
