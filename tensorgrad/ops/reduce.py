@@ -194,7 +194,7 @@ def _picked(x, index, dim, keepdim):
     """(values, indices) of max/min along dim: the values are gathered at the index, so the
     whole gradient goes to the returned index on ties, as in PyTorch (amax/amin split it)."""
     if x.ndim == 0:
-        return values_indices(x * 1, index)
+        return values_indices(x.clone(), index)
     values = x.gather(dim, index)
     if not keepdim:
         values, index = values.squeeze(dim), index.squeeze(dim)

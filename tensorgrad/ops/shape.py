@@ -392,7 +392,7 @@ def _flip_vjp(ctx, g):
 def flip(x, dims):
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     dims = tuple(normalize_dim(d, x.ndim, "flip") for d in dims)
-    return _flip(x, dims=dims) if x.ndim else x * 1  # a 0-d tensor takes dim 0 / -1 as is
+    return _flip(x, dims=dims) if x.ndim else x.clone()  # 0-d: dim 0 / -1 name x itself
 
 
 # --- triangles ------------------------------------------------------------------------------------
