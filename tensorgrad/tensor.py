@@ -154,6 +154,27 @@ class Tensor(InPlaceMethods):
         """The same data, cut from the graph (shares memory and the version counter)."""
         return Tensor._wrap(self.data, self._backend, False, None, self._version)
 
+    def detach_(self):
+        """Cut this tensor from the graph in place: it becomes a leaf that requires no grad.
+        Unlike PyTorch, a view is not refused (views are not tracked as such here)."""
+        self._node, self.requires_grad = None, False
+        return self
+
+    def register_hook(self, hook):
+        """`hook(grad)` runs when this tensor's gradient is computed (summed over every path,
+        before it is used) and may return a replacement; returns a handle with `.remove()`.
+        A hook registered before an in-place change sees the gradient of the old value."""
+        return _hooks.register_hook(self, hook)
+
+    def retain_grad(self):
+        """Keep this non-leaf's gradient in `.grad` at backward (taken after its hooks ran);
+        for a leaf, which keeps it anyway, nothing to do."""
+        _hooks.retain_grad(self)
+
+    @property
+    def retains_grad(self):
+        return _hooks.retains_grad(self)
+
     def requires_grad_(self, requires_grad=True):
         if self._node is not None and not requires_grad:
             raise RuntimeError("requires_grad_(False) on a non-leaf tensor; use detach()")
@@ -403,6 +424,7 @@ def tensor_operator(op, dunder):
 
 
 from . import autograd as _autograd  # noqa: E402  (the engine needs Tensor defined first)
+from .autograd import hooks as _hooks  # noqa: E402
 from . import creation as _creation  # noqa: E402  (Tensor(data) is tensor(data))
 
 _ops = None  # tensorgrad.ops, bound by tensorgrad/ops/__init__.py once it has loaded (operators)
