@@ -57,6 +57,53 @@ class Tensor(InPlaceMethods):
     def dtype(self):
         return self.data.dtype
 
+    def is_floating_point(self):
+        return self.data.dtype.kind == "f"
+
+    def is_complex(self):
+        return self.data.dtype.kind == "c"
+
+    def element_size(self):
+        """Bytes per element."""
+        return self.data.dtype.itemsize
+
+    @property
+    def itemsize(self):
+        return self.data.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        """numel() * element_size(), as in PyTorch (an expanded tensor counts every element)."""
+        return int(self.data.size) * self.data.dtype.itemsize
+
+    def stride(self, dim=None):
+        """Steps in elements, not bytes (NumPy's strides divided by the item size). Unlike
+        PyTorch, a step may be negative: `flip` here is a view."""
+        data = self.data
+        strides = tuple(s // data.itemsize for s in data.strides)
+        return strides if dim is None else strides[dim]
+
+    def is_contiguous(self):
+        return bool(self.data.flags.c_contiguous)
+
+    def storage_offset(self):
+        """Elements between the start of the memory this tensor views and its first element."""
+        data = base = self.data
+        while getattr(base.base, "strides", None) is not None:  # up to the array that owns it
+            base = base.base
+        if base is data:
+            return 0
+        return (_address(data) - _address(base)) // data.itemsize
+
+    def sum_to_size(self, *size):
+        """Sum the dims broadcasting would have expanded, down to `size` (which must broadcast
+        to this tensor's shape): `x.sum_to_size(1, 3)` on (2, 3) sums dim 0, keeping it."""
+        size = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
+        if not _autograd._broadcasts_to(size, self.shape):
+            raise RuntimeError(f"sum_to_size: size {list(size)} is not expandable to size "
+                               f"{list(self.shape)}")
+        return _autograd.sum_to(self, size)
+
     @property
     def device(self):
         name = self._backend.device
@@ -81,6 +128,21 @@ class Tensor(InPlaceMethods):
     @property
     def mT(self):
         return self.transpose(-2, -1)
+
+    @property
+    def H(self):
+        """The conjugate transpose of a matrix (tensorgrad has no complex ops: real only)."""
+        if self.ndim not in (0, 2) or self.is_complex():
+            raise RuntimeError(f"tensor.H is only supported on real matrices (2-D tensors), got "
+                               f"a {self.ndim}-D {self.dtype} tensor; for batches use tensor.mH")
+        return self.T
+
+    @property
+    def mH(self):
+        if self.ndim < 2 or self.is_complex():
+            raise RuntimeError(f"tensor.mH is only supported on real matrices or batches of "
+                               f"matrices, got a {self.ndim}-D {self.dtype} tensor")
+        return self.mT
 
     # --- conversion --------------------------------------------------------------------------
     def numpy(self):
@@ -249,7 +311,8 @@ class Tensor(InPlaceMethods):
         return self.to(other.dtype)
 
     def contiguous(self):
-        return self
+        """Self when its memory is already row-major, else a row-major copy (differentiable)."""
+        return self if self.data.flags.c_contiguous else _ops.clone(self)
 
     def clone(self):
         return _ops.clone(self)
@@ -392,6 +455,12 @@ _TYPE_NAMES = {  # PyTorch's legacy type names (x.type())
     _backends.int64: "Long", _backends.int32: "Int", _backends.int16: "Short",
     _backends.int8: "Char", _backends.uint8: "Byte", _backends.bool_: "Bool",
 }
+
+
+def _address(array):
+    """Where an array's first element is in memory (host or device), from its array protocol."""
+    interface = getattr(array, "__cuda_array_interface__", None) or array.__array_interface__
+    return interface["data"][0]
 
 
 def tensor_method(fn, name=None):

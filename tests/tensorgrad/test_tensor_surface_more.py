@@ -162,3 +162,68 @@ def test_detach_in_place():
         return out is r, r.requires_grad, r.grad_fn is None, r.is_leaf
     ours, theirs = both(run)
     assert ours == theirs == (True, False, True, True)
+
+
+# --- 2. dtype and layout attributes -----------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64", "int32", "uint8",
+                                   "bool"])
+def test_dtype_attributes_match_torch(dtype):
+    def run(lib):
+        x = lib.zeros(2, 3, dtype=getattr(lib, dtype))
+        return (x.is_floating_point(), x.is_complex(), x.element_size(), x.itemsize, x.nbytes,
+                lib.is_floating_point(x), lib.is_complex(x), lib.numel(x), lib.is_tensor(x))
+    ours, theirs = both(run)
+    assert ours == theirs
+
+
+def test_strides_offsets_and_contiguity_match_torch():
+    def run(lib):
+        x = lib.arange(24.0).reshape(4, 6)
+        views = [x, x.t(), x[:, 1:], x[1::2, ::3], x[2], x.unsqueeze(1), x[:1].expand(3, 6),
+                 x.permute(1, 0)[1:]]
+        return [(v.stride(), v.stride(0), v.stride(-1), v.is_contiguous(), v.storage_offset())
+                for v in views]
+    ours, theirs = both(run)
+    assert ours == theirs
+
+
+def test_contiguous_makes_a_row_major_copy_only_when_needed():
+    x = tg.arange(6.0, requires_grad=True)
+    y = x.reshape(2, 3)
+    assert y.contiguous() is y
+    t = y.t().contiguous()
+    assert t.is_contiguous() and t.stride() == (2, 1)
+    assert t.tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+    (t * tg.arange(6.0).reshape(3, 2)).sum().backward()  # the copy stays in the graph
+    assert x.grad.tolist() == [0.0, 2.0, 4.0, 1.0, 3.0, 5.0]
+
+
+@pytest.mark.parametrize("size", [(1, 3), (3,), (2, 1), (1, 1), (2, 3), ()])
+def test_sum_to_size_matches_torch(size):
+    def run(lib):
+        x = lib.arange(6.0).reshape(2, 3).requires_grad_()
+        out = x.sum_to_size(*size) if size else x.sum_to_size(size)
+        (out * 2).sum().backward()
+        return out, x.grad
+    for a, b in zip(*both(run)):
+        same(a, b)
+    assert tg.ones(2, 3).sum_to_size(list(size)).shape == size  # a sequence works too
+
+
+def test_sum_to_size_rejects_a_size_that_does_not_broadcast():
+    with pytest.raises(RuntimeError, match=r"sum_to_size: size \[3, 3\] is not expandable to "
+                                           r"size \[2, 3\]"):
+        tg.ones(2, 3).sum_to_size(3, 3)
+
+
+def test_conjugate_transposes_of_real_tensors():
+    def run(lib):
+        m = lib.arange(6.0).reshape(2, 3)
+        b = lib.arange(24.0).reshape(2, 3, 4)
+        return m.H, b.mH
+    for a, b in zip(*both(run)):
+        same(a, b)
+    with pytest.raises(RuntimeError, match="tensor.H is only supported"):
+        _ = tg.ones(2, 3, 4).H
+    with pytest.raises(RuntimeError, match="tensor.mH is only supported"):
+        _ = tg.ones(3).mH
