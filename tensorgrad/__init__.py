@@ -9,12 +9,12 @@
 import importlib as _importlib
 
 from .autograd import (  # noqa: F401
-    PRIMITIVES, current_scope, detect_anomaly, enable_grad, grad, is_grad_enabled, no_grad,
-    primitive, scope, set_grad_enabled,
+    PRIMITIVES, current_scope, detect_anomaly, enable_grad, grad, inference_mode,
+    is_grad_enabled, is_inference_mode_enabled, no_grad, primitive, scope, set_grad_enabled,
 )
 from .backend import (  # noqa: F401
     bool_, cuda_is_available, default_device, float16, float32, float64, int8, int16, int32,
-    int64, manual_seed, set_default_device, uint8,
+    int64, manual_seed, set_default_device, set_printoptions, uint8,
 )
 from .backend.dtype_info import finfo, iinfo  # noqa: F401
 from .generator import Generator  # noqa: F401

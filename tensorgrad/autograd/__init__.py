@@ -13,7 +13,7 @@ from .backward import (  # noqa: F401
     _broadcasts_to, _topological_order, backward, grad, run_backward, sum_to,
 )
 from .grad_mode import (  # noqa: F401
-    current_scope, detect_anomaly, enable_grad, enter_scope, is_grad_enabled, no_grad, scope,
-    set_grad_enabled, set_scope,
+    current_scope, detect_anomaly, enable_grad, enter_scope, inference_mode, is_grad_enabled,
+    is_inference_mode_enabled, no_grad, scope, set_grad_enabled, set_scope,
 )
 from .graph import PRIMITIVES, Node, Primitive, primitive  # noqa: F401

@@ -227,3 +227,92 @@ def test_conjugate_transposes_of_real_tensors():
         _ = tg.ones(2, 3, 4).H
     with pytest.raises(RuntimeError, match="tensor.mH is only supported"):
         _ = tg.ones(3).mH
+
+
+# --- 3. inference mode, print options ---------------------------------------------------------
+def test_inference_mode_switches_as_torch_does():
+    def run(lib):
+        seen = []
+
+        def state():
+            seen.append((lib.is_inference_mode_enabled(), lib.is_grad_enabled()))
+
+        @lib.inference_mode
+        def bare():
+            state()
+
+        @lib.inference_mode()
+        def called(n):  # recursion: each call has its own switch
+            return called(n - 1) if n else state()
+
+        state()
+        bare()
+        called(2)
+        with lib.inference_mode():
+            state()
+            with lib.inference_mode(False):
+                state()
+            state()
+        with lib.no_grad(), lib.inference_mode(False):
+            state()
+        state()
+        return seen
+    ours, theirs = both(run)
+    assert ours == theirs
+
+
+def test_inference_mode_records_nothing_and_makes_plain_tensors():
+    w = tg.ones(3, requires_grad=True)
+    with tg.inference_mode():
+        y = w * 2
+    assert not y.requires_grad and y.grad_fn is None
+    # The documented difference: y is an ordinary tensor, usable in autograd and in place.
+    y.add_(1)
+    (y * w).sum().backward()
+    assert w.grad.tolist() == [3.0, 3.0, 3.0]
+
+
+@pytest.fixture
+def print_options():
+    yield
+    tg.set_printoptions(profile="default")
+    torch.set_printoptions(profile="default")
+
+
+@pytest.mark.parametrize("options", [
+    {}, {"precision": 2}, {"sci_mode": False}, {"precision": 6}, {"profile": "short"},
+    {"profile": "full"},
+])
+def test_set_printoptions_changes_repr_as_in_torch(print_options, options):
+    """Small tensors print as PyTorch prints them; the layout of summaries and of lines broken
+    at linewidth is NumPy's (checked below by what it shows, not character by character)."""
+    values = [[1.123456789, 2e-5, 3.0], [1.5, 2.25, -0.125], [1.0, 2.0, 30.0], [0.5]]
+
+    def run(lib):
+        lib.set_printoptions(**options)
+        return [repr(lib.tensor(v)) for v in values] + [repr(lib.arange(5))]
+    ours, theirs = both(run)
+    assert ours == theirs
+
+
+def test_print_options_summarise_wrap_and_choose_notation(print_options):
+    tg.set_printoptions(threshold=5, edgeitems=2)
+    assert repr(tg.arange(10)) == "tensor([0, 1, ..., 8, 9])"
+    assert "..." not in repr(tg.arange(5))
+    tg.set_printoptions(profile="default", linewidth=30)
+    lines = repr(tg.arange(20.0)).splitlines()
+    assert len(lines) > 1 and max(len(line) for line in lines) <= 30
+    tg.set_printoptions(profile="default", sci_mode=True, precision=3)
+    assert repr(tg.tensor([1.5, 250.0])) == "tensor([1.500e+00, 2.500e+02])"
+    tg.set_printoptions(profile="full")
+    assert "..." not in repr(tg.zeros(5000))
+    tg.set_printoptions(profile="default")
+    assert "..." in repr(tg.zeros(1001)) and "..." not in repr(tg.zeros(1000))
+
+
+def test_sci_mode_is_reset_by_a_call_that_does_not_name_it(print_options):
+    tg.set_printoptions(sci_mode=False)
+    tg.set_printoptions(precision=4)  # PyTorch resets sci_mode to automatic here too
+    assert repr(tg.tensor([1.0, 2e-5])) == "tensor([1.0000e+00, 2.0000e-05])"
+    with pytest.raises(ValueError, match="unknown profile 'long'"):
+        tg.set_printoptions(profile="long")
