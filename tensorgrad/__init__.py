@@ -23,6 +23,7 @@ from . import viz  # noqa: F401  (graph pictures; graphviz is imported only when
 from .ops import *  # noqa: F401,F403
 from .ops import abs, all, any, max, min, pow, round, sum  # noqa: F401  (shadow builtins on purpose)
 from .serialization import CheckpointError, load, save  # noqa: F401  (safetensors, no pickle)
+from .size import Size  # noqa: F401
 from .tensor import Tensor, device  # noqa: F401
 from .creation import (  # noqa: F401
     arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, is_tensor,

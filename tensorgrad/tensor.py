@@ -41,7 +41,9 @@ class Tensor(InPlaceMethods):
         return self.data.shape  # a tuple in NumPy and CuPy
 
     def size(self, dim=None):
-        return self.shape if dim is None else self.shape[dim]
+        """The shape as a `tensorgrad.Size` (a tuple with `numel()`), or one dim's length.
+        `.shape` is a plain tuple (see Size for why)."""
+        return _Size(self.data.shape) if dim is None else self.data.shape[dim]
 
     @property
     def ndim(self):
@@ -495,5 +497,6 @@ def tensor_operator(op, dunder):
 from . import autograd as _autograd  # noqa: E402  (the engine needs Tensor defined first)
 from .autograd import hooks as _hooks  # noqa: E402
 from . import creation as _creation  # noqa: E402  (Tensor(data) is tensor(data))
+from .size import Size as _Size  # noqa: E402
 
 _ops = None  # tensorgrad.ops, bound by tensorgrad/ops/__init__.py once it has loaded (operators)

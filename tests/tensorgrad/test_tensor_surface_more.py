@@ -316,3 +316,31 @@ def test_sci_mode_is_reset_by_a_call_that_does_not_name_it(print_options):
     assert repr(tg.tensor([1.0, 2e-5])) == "tensor([1.0000e+00, 2.0000e-05])"
     with pytest.raises(ValueError, match="unknown profile 'long'"):
         tg.set_printoptions(profile="long")
+
+
+# --- 4. tg.Size -----------------------------------------------------------------------------
+def test_size_behaves_as_torch_size():
+    def run(lib):
+        s = lib.zeros(2, 3, 4).size()
+        e = lib.Size([])
+        return [type(s).__name__, repr(s), str(s), s.numel(), e.numel(), repr(e), s == (2, 3, 4),
+                hash(s) == hash((2, 3, 4)), type(s[1:]).__name__, list(s[1:]), s[-1],
+                type(s + (5,)).__name__, type((5,) + s).__name__, type(s * 2).__name__,
+                list((5,) + s), s.count(3), s.index(4), list(lib.Size([lib.tensor(3)]))]
+    ours, theirs = both(run)
+    ours[1:3] = [r.replace("tensorgrad.", "torch.") for r in ours[1:3]]
+    ours[5] = ours[5].replace("tensorgrad.", "torch.")
+    assert ours == theirs
+
+
+def test_size_rejects_what_is_not_an_int():
+    with pytest.raises(TypeError, match=r"Size\(\) takes an iterable of 'int' \(item 1 is "
+                                        r"'float'\)"):
+        tg.Size([2, 2.5])
+
+
+def test_shape_stays_a_tuple_and_size_of_a_dim_is_an_int():
+    x = tg.zeros(2, 3)
+    assert type(x.shape) is tuple  # the documented difference (read by every op)
+    assert x.size() == x.shape and x.size(1) == 3 and x.size(-2) == 2
+    assert x.sum_to_size(tg.Size([1, 3])).shape == (1, 3)
