@@ -344,3 +344,19 @@ def test_shape_stays_a_tuple_and_size_of_a_dim_is_an_int():
     assert type(x.shape) is tuple  # the documented difference (read by every op)
     assert x.size() == x.shape and x.size(1) == 3 and x.size(-2) == 2
     assert x.sum_to_size(tg.Size([1, 3])).shape == (1, 3)
+
+
+def test_a_parameter_hook_sees_and_scales_its_gradient():
+    def run(lib):
+        lib.manual_seed(0)
+        layer = lib.nn.Linear(3, 2)
+        with lib.no_grad():
+            layer.weight.copy_(lib.arange(6.0).reshape(2, 3))
+            layer.bias.copy_(lib.tensor([0.5, -1.0]))
+        seen = []
+        layer.weight.register_hook(lambda g: (seen.append(g.clone()), g * 2)[1])
+        x = lib.tensor([[1.0, -1.0, 2.0], [0.5, 0.0, 1.0]])
+        (layer(x) ** 2).sum().backward()
+        return seen[0], layer.weight.grad
+    for a, b in zip(*both(run)):
+        np.testing.assert_allclose(np.asarray(a.detach()), b.detach().numpy(), rtol=1e-5)
