@@ -9,12 +9,12 @@
 import importlib as _importlib
 
 from .autograd import (  # noqa: F401
-    PRIMITIVES, current_scope, detect_anomaly, enable_grad, grad, is_grad_enabled, no_grad,
-    primitive, scope, set_grad_enabled,
+    PRIMITIVES, current_scope, detect_anomaly, enable_grad, grad, inference_mode,
+    is_grad_enabled, is_inference_mode_enabled, no_grad, primitive, scope, set_grad_enabled,
 )
 from .backend import (  # noqa: F401
     bool_, cuda_is_available, default_device, float16, float32, float64, int8, int16, int32,
-    int64, manual_seed, set_default_device, uint8,
+    int64, manual_seed, set_default_device, set_printoptions, uint8,
 )
 from .backend.dtype_info import finfo, iinfo  # noqa: F401
 from .generator import Generator  # noqa: F401
@@ -23,6 +23,7 @@ from . import viz  # noqa: F401  (graph pictures; graphviz is imported only when
 from .ops import *  # noqa: F401,F403
 from .ops import abs, all, any, max, min, pow, round, sum  # noqa: F401  (shadow builtins on purpose)
 from .serialization import CheckpointError, load, save  # noqa: F401  (safetensors, no pickle)
+from .size import Size  # noqa: F401
 from .tensor import Tensor, device  # noqa: F401
 from .creation import (  # noqa: F401
     arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, is_tensor,
@@ -30,6 +31,9 @@ from .creation import (  # noqa: F401
     zeros_like,
 )
 from . import utils  # noqa: F401,E402  (last: utils.data uses the names bound above)
+
+# torch.numel(x), torch.is_floating_point(x), torch.is_complex(x): the methods, as functions
+numel, is_floating_point, is_complex = Tensor.numel, Tensor.is_floating_point, Tensor.is_complex
 
 # torch's aliases: tensorgrad.float is float32, tensorgrad.long is int64, ...
 bool = bool_  # noqa: A001

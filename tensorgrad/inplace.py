@@ -68,7 +68,10 @@ class InPlaceMethods:
             alias = _tensor.Tensor._wrap(self.data, self._backend, self.requires_grad,
                                          self._node, self._version)
             out = self._result(op_name, op(alias, other, **attrs))
+            old_node = self._node
             self.data, self._node, self.requires_grad = out.data, out._node, out.requires_grad
+            if _hooks.registry and old_node is not None:
+                _hooks.moved(self, old_node)  # a retained .grad follows the new value
             # Nodes that saved this Tensor would now read the new data: a new, higher version
             # makes their backward fail clearly. The old data keeps the old counter (and views).
             self._version = [self._version[0] + 1]
@@ -207,3 +210,4 @@ def _copy_of(x, src):
 
 # Both import this module while it loads; their attributes are read at call time.
 from . import autograd as _autograd, tensor as _tensor  # noqa: E402
+from .autograd import hooks as _hooks  # noqa: E402

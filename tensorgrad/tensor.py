@@ -41,7 +41,9 @@ class Tensor(InPlaceMethods):
         return self.data.shape  # a tuple in NumPy and CuPy
 
     def size(self, dim=None):
-        return self.shape if dim is None else self.shape[dim]
+        """The shape as a `tensorgrad.Size` (a tuple with `numel()`), or one dim's length.
+        `.shape` is a plain tuple (see Size for why)."""
+        return _Size(self.data.shape) if dim is None else self.data.shape[dim]
 
     @property
     def ndim(self):
@@ -56,6 +58,53 @@ class Tensor(InPlaceMethods):
     @property
     def dtype(self):
         return self.data.dtype
+
+    def is_floating_point(self):
+        return self.data.dtype.kind == "f"
+
+    def is_complex(self):
+        return self.data.dtype.kind == "c"
+
+    def element_size(self):
+        """Bytes per element."""
+        return self.data.dtype.itemsize
+
+    @property
+    def itemsize(self):
+        return self.data.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        """numel() * element_size(), as in PyTorch (an expanded tensor counts every element)."""
+        return int(self.data.size) * self.data.dtype.itemsize
+
+    def stride(self, dim=None):
+        """Steps in elements, not bytes (NumPy's strides divided by the item size). Unlike
+        PyTorch, a step may be negative: `flip` here is a view."""
+        data = self.data
+        strides = tuple(s // data.itemsize for s in data.strides)
+        return strides if dim is None else strides[dim]
+
+    def is_contiguous(self):
+        return bool(self.data.flags.c_contiguous)
+
+    def storage_offset(self):
+        """Elements between the start of the memory this tensor views and its first element."""
+        data = base = self.data
+        while getattr(base.base, "strides", None) is not None:  # up to the array that owns it
+            base = base.base
+        if base is data:
+            return 0
+        return (_address(data) - _address(base)) // data.itemsize
+
+    def sum_to_size(self, *size):
+        """Sum the dims broadcasting would have expanded, down to `size` (which must broadcast
+        to this tensor's shape): `x.sum_to_size(1, 3)` on (2, 3) sums dim 0, keeping it."""
+        size = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
+        if not _autograd._broadcasts_to(size, self.shape):
+            raise RuntimeError(f"sum_to_size: size {list(size)} is not expandable to size "
+                               f"{list(self.shape)}")
+        return _autograd.sum_to(self, size)
 
     @property
     def device(self):
@@ -81,6 +130,21 @@ class Tensor(InPlaceMethods):
     @property
     def mT(self):
         return self.transpose(-2, -1)
+
+    @property
+    def H(self):
+        """The conjugate transpose of a matrix (tensorgrad has no complex ops: real only)."""
+        if self.ndim not in (0, 2) or self.is_complex():
+            raise RuntimeError(f"tensor.H is only supported on real matrices (2-D tensors), got "
+                               f"a {self.ndim}-D {self.dtype} tensor; for batches use tensor.mH")
+        return self.T
+
+    @property
+    def mH(self):
+        if self.ndim < 2 or self.is_complex():
+            raise RuntimeError(f"tensor.mH is only supported on real matrices or batches of "
+                               f"matrices, got a {self.ndim}-D {self.dtype} tensor")
+        return self.mT
 
     # --- conversion --------------------------------------------------------------------------
     def numpy(self):
@@ -153,6 +217,27 @@ class Tensor(InPlaceMethods):
     def detach(self):
         """The same data, cut from the graph (shares memory and the version counter)."""
         return Tensor._wrap(self.data, self._backend, False, None, self._version)
+
+    def detach_(self):
+        """Cut this tensor from the graph in place: it becomes a leaf that requires no grad.
+        Unlike PyTorch, a view is not refused (views are not tracked as such here)."""
+        self._node, self.requires_grad = None, False
+        return self
+
+    def register_hook(self, hook):
+        """`hook(grad)` runs when this tensor's gradient is computed (summed over every path,
+        before it is used) and may return a replacement; returns a handle with `.remove()`.
+        A hook registered before an in-place change sees the gradient of the old value."""
+        return _hooks.register_hook(self, hook)
+
+    def retain_grad(self):
+        """Keep this non-leaf's gradient in `.grad` at backward (taken after its hooks ran);
+        for a leaf, which keeps it anyway, nothing to do."""
+        _hooks.retain_grad(self)
+
+    @property
+    def retains_grad(self):
+        return _hooks.retains_grad(self)
 
     def requires_grad_(self, requires_grad=True):
         if self._node is not None and not requires_grad:
@@ -228,7 +313,8 @@ class Tensor(InPlaceMethods):
         return self.to(other.dtype)
 
     def contiguous(self):
-        return self
+        """Self when its memory is already row-major, else a row-major copy (differentiable)."""
+        return self if self.data.flags.c_contiguous else _ops.clone(self)
 
     def clone(self):
         return _ops.clone(self)
@@ -373,6 +459,12 @@ _TYPE_NAMES = {  # PyTorch's legacy type names (x.type())
 }
 
 
+def _address(array):
+    """Where an array's first element is in memory (host or device), from its array protocol."""
+    interface = getattr(array, "__cuda_array_interface__", None) or array.__array_interface__
+    return interface["data"][0]
+
+
 def tensor_method(fn, name=None):
     """Declare an op a Tensor method as well: `@tensor_method` over `def softmax(x, dim=-1)`
     makes `x.softmax(-1)` call that very function, so a method has no second implementation and
@@ -403,6 +495,8 @@ def tensor_operator(op, dunder):
 
 
 from . import autograd as _autograd  # noqa: E402  (the engine needs Tensor defined first)
+from .autograd import hooks as _hooks  # noqa: E402
 from . import creation as _creation  # noqa: E402  (Tensor(data) is tensor(data))
+from .size import Size as _Size  # noqa: E402
 
 _ops = None  # tensorgrad.ops, bound by tensorgrad/ops/__init__.py once it has loaded (operators)

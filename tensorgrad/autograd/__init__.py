@@ -9,9 +9,11 @@ grad_mode.py   the switches ops read: grad mode, anomaly detection, the current 
 graph.py       Primitive, the PRIMITIVES registry, and the Node a recorded call leaves
 backward.py    the backward walk: run_backward, backward, grad, sum_to
 """
-from .backward import _topological_order, backward, grad, run_backward, sum_to  # noqa: F401
+from .backward import (  # noqa: F401
+    _broadcasts_to, _topological_order, backward, grad, run_backward, sum_to,
+)
 from .grad_mode import (  # noqa: F401
-    current_scope, detect_anomaly, enable_grad, enter_scope, is_grad_enabled, no_grad, scope,
-    set_grad_enabled, set_scope,
+    current_scope, detect_anomaly, enable_grad, enter_scope, inference_mode, is_grad_enabled,
+    is_inference_mode_enabled, no_grad, scope, set_grad_enabled, set_scope,
 )
 from .graph import PRIMITIVES, Node, Primitive, primitive  # noqa: F401

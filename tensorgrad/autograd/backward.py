@@ -5,6 +5,7 @@ without recursion; each VJP's gradients are summed back to their inputs' shapes 
 place, and added up per node before that node's own VJP runs.
 """
 from ..tensor import Tensor
+from . import hooks as _hooks
 from .grad_mode import _anomaly_mode, _GradMode, check_finite, this_thread
 from .graph import Node, freed_message, node_where
 
@@ -72,6 +73,10 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     (stop at them rather than following their own history)."""
     grads = {}
     roots = []
+    # Hooks are looked up only when some tensor has one (op_overhead fwd+bwd: one test per node
+    # otherwise). A composite's inner walk (`partial`) runs none: the outer walk runs them.
+    hooks = _hooks.registry if _hooks.registry and not partial else None
+    held = {}  # hooked leaves: id -> [leaf, summed gradient], delivered after the walk
     owned = {id(g.data) for g in grad_outputs}  # arrays a leaf's .grad may not take as its own
     captured = {} if inputs is not None else None
     wanted = {}
@@ -83,7 +88,10 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             raise RuntimeError(f"element {len(roots)} of outputs does not require grad and has no "
                                "graph; did you compute it under no_grad or from constants?")
         if out._node is None:
-            _deliver(out, grad, captured, wanted, create_graph, owned)
+            if hooks is not None and id(out) in hooks:
+                _hold(held, out, grad)
+            else:
+                _deliver(out, grad, captured, wanted, create_graph, owned)
             continue
         key = id(out._node)
         grads[key] = grad if key not in grads else grads[key] + grad
@@ -97,6 +105,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             grad = grads.pop(id(node), None)
             if grad is None:
                 continue
+            if hooks is not None and id(node) in hooks:
+                grad = _hooks.run(hooks[id(node)], grad, create_graph)
             if captured is not None and id(node) in wanted:
                 for i in wanted[id(node)]:
                     captured[i] = grad
@@ -138,10 +148,18 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     else:  # same shape and dtype by now: add the arrays, skip the op machinery
                         # (op_overhead fwd+bwd)
                         grads[key] = Tensor._constant(previous.data + g.data, g._backend)
+                elif hooks is not None and id(parent) in hooks:
+                    _hold(held, parent, g)
                 else:
                     _deliver(parent, g, captured, wanted, create_graph, owned)
             if not retain_graph:
                 node.release()
+        # A hooked leaf's hooks run once, on its gradient summed over every path (PyTorch).
+        for leaf, grad in held.values():
+            entry = hooks.get(id(leaf))  # None if a hook removed the last one meanwhile
+            if entry is not None:
+                grad = _hooks.run(entry, grad, create_graph)
+            _deliver(leaf, grad, captured, wanted, create_graph, owned)
     if captured is not None:
         return [captured.get(i) for i in range(len(inputs))]
     return None
@@ -166,6 +184,14 @@ def _composite_vjp(node, grad):
         firsts.append(first)
     grads = iter(run_backward([out], [grad], True, True, wanted, partial=True))
     return tuple(next(grads) if first else None for first in firsts)
+
+
+def _hold(held, leaf, grad):
+    pending = held.get(id(leaf))
+    if pending is None:
+        held[id(leaf)] = [leaf, grad]
+    else:
+        pending[1] = pending[1] + grad
 
 
 def _deliver(leaf, grad, captured, wanted, create_graph, owned):

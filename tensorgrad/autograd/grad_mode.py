@@ -15,12 +15,13 @@ class Switches:
     A plain slotted object: after the one thread-local lookup that finds it, its attributes
     read at the cost of a global's (op_overhead fwd), which a threading.local's own do not.
     """
-    __slots__ = ("grad_enabled", "anomaly", "scope")
+    __slots__ = ("grad_enabled", "anomaly", "scope", "inference")
 
     def __init__(self):
         self.grad_enabled = True
         self.anomaly = False
         self.scope = ""
+        self.inference = False  # read only by is_inference_mode_enabled
 
 
 class _PerThread(threading.local):
@@ -65,6 +66,42 @@ def no_grad():
 def enable_grad():
     """Context manager and decorator: switch recording back on inside a `no_grad` region."""
     return _GradMode(True)
+
+
+class inference_mode(_GradMode):
+    """Context manager and decorator (`@inference_mode` or `@inference_mode()`): no graph is
+    recorded inside, as under `no_grad`, and `is_inference_mode_enabled()` is True.
+    `inference_mode(False)` turns it off and recording back on, as in PyTorch.
+
+    A deliberate difference from PyTorch: tensors made inside are ordinary tensors, not
+    "inference tensors". PyTorch forbids using those in autograd later or changing them in place
+    outside the mode; here they can be, exactly like tensors made under `no_grad` (and there is
+    no speed difference between the two modes to gain from the restriction)."""
+
+    def __new__(cls, mode=True):
+        if callable(mode):  # used bare as a decorator: @inference_mode
+            return cls(True)(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode=True):
+        super().__init__(not mode)
+        self.inference = bool(mode)
+
+    def _recreate_cm(self):
+        return inference_mode(self.inference)
+
+    def __enter__(self):
+        super().__enter__()
+        switches = this_thread.switches
+        self.previous_inference, switches.inference = switches.inference, self.inference
+
+    def __exit__(self, *exc):
+        this_thread.switches.inference = self.previous_inference
+        super().__exit__(*exc)
+
+
+def is_inference_mode_enabled():
+    return this_thread.switches.inference
 
 
 class set_grad_enabled(_GradMode):

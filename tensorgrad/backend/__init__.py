@@ -5,6 +5,7 @@ kernels whose spelling differs between libraries. A Tensor's device picks its ba
 asks the tensor for `xp` and never names numpy or cupy itself.
 """
 import os
+import sys
 
 import numpy
 
@@ -122,7 +123,53 @@ def manual_seed(seed):
         backend.seed(_seed)
 
 
+# Tensor repr's options, set by `set_printoptions`; the defaults are PyTorch's.
+_PRINT_PROFILES = {
+    "default": {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80},
+    "short": {"precision": 2, "threshold": 1000, "edgeitems": 2, "linewidth": 80},
+    "full": {"precision": 4, "threshold": float("inf"), "edgeitems": 3, "linewidth": 80},
+}
+print_options = dict(_PRINT_PROFILES["default"], sci_mode=None)
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
+                     profile=None, sci_mode=None):
+    """How tensors print, as torch.set_printoptions: `profile` ('default', 'short', 'full')
+    first, then each option given. precision: digits after the point; threshold: more elements
+    than this are summarised with '...'; edgeitems: elements kept at each end of a summarised
+    dim; linewidth: characters per line; sci_mode: True or False forces scientific notation on
+    or off, None (what every call not naming it sets, as in PyTorch) chooses. Numbers print as
+    PyTorch prints them; where a summary's '...' goes and how lines wrap is NumPy's layout."""
+    if profile is not None:
+        if profile not in _PRINT_PROFILES:
+            raise ValueError(f"set_printoptions: unknown profile {profile!r}; expected one of "
+                             f"{sorted(_PRINT_PROFILES)}")
+        print_options.update(_PRINT_PROFILES[profile])
+    given = {"precision": precision, "threshold": threshold, "edgeitems": edgeitems,
+             "linewidth": linewidth}
+    print_options.update({k: v for k, v in given.items() if v is not None})
+    print_options["sci_mode"] = sci_mode
+
+
 def array_repr(host_array):
-    """The body of a Tensor's repr: NumPy's printing, shortened for large arrays."""
-    return numpy.array2string(host_array, separator=", ", precision=4, threshold=200,
-                              edgeitems=3, prefix="tensor(")
+    """The body of a Tensor's repr: NumPy's printing with the print options, summarised for
+    large arrays."""
+    options = print_options
+    precision, sci_mode = options["precision"], options["sci_mode"]
+    formatter = None
+    if sci_mode:
+        formatter = {"float_kind": lambda v: numpy.format_float_scientific(
+            v, precision=precision, unique=False)}
+    # PyTorch's look: every float with `precision` digits, unless all are whole numbers ("2.").
+    floatmode = "fixed"
+    if host_array.dtype.kind == "f":
+        finite = host_array[numpy.isfinite(host_array)]
+        if finite.size and (finite == numpy.round(finite)).all() or not finite.size:
+            floatmode = "maxprec"
+    threshold = options["threshold"]
+    return numpy.array2string(
+        host_array, separator=", ", precision=precision,
+        threshold=sys.maxsize if threshold == float("inf") else int(threshold),
+        edgeitems=options["edgeitems"], max_line_width=options["linewidth"],
+        suppress_small=sci_mode is False, formatter=formatter, floatmode=floatmode,
+        prefix="tensor(")
