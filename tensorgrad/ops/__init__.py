@@ -20,7 +20,8 @@ from .bitwise import (  # noqa: F401
 )
 from .channel_norm import batch_norm, group_norm, instance_norm  # noqa: F401
 from .compare import (  # noqa: F401
-    eq, ge, gt, isfinite, isinf, isnan, le, logical_and, logical_not, logical_or, lt, ne,
+    allclose, eq, equal, ge, gt, isclose, isfinite, isinf, isnan, le, logical_and, logical_not,
+    logical_or, lt, ne,
 )
 from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d  # noqa: F401
 from .convert import cast, clone, to_device  # noqa: F401

@@ -433,6 +433,8 @@ VALUE_CASES = [
     ValueCase("isnan", lambda a: a.isnan(), np.isnan, (SPECIAL,)),
     ValueCase("isinf", lambda a: a.isinf(), np.isinf, (SPECIAL,)),
     ValueCase("isfinite", lambda a: a.isfinite(), np.isfinite, (SPECIAL,)),
+    ValueCase("isclose", lambda a: a.isclose(a * 1.00002, equal_nan=True),
+              lambda a: np.isclose(a, a * 1.00002, equal_nan=True), (SPECIAL,)),
     ValueCase("argmax", lambda a: a.argmax(), lambda a: np.argmax(a), (A,)),
     ValueCase("argmax", lambda a: a.argmax(-1, keepdim=True),
               lambda a: np.argmax(a, -1, keepdims=True), (A,)),
