@@ -44,11 +44,19 @@ from .scatter import (  # noqa: F401
 )
 from .layout import (  # noqa: F401
     atleast_1d, atleast_2d, atleast_3d, cartesian_prod, column_stack, diag, diag_embed, diagonal,
-    dstack, fliplr, flipud, hstack, meshgrid, moveaxis, repeat_interleave, roll, rot90, row_stack,
-    swapaxes, swapdims, t, tile, tril_indices, triu_indices, unflatten, vstack,
+    diff, dstack, fliplr, flipud, hstack, meshgrid, moveaxis, repeat_interleave, roll, rot90,
+    row_stack, swapaxes, swapdims, t, tile, tril_indices, triu_indices, unflatten, vstack,
+)
+from .pointwise import (  # noqa: F401
+    addcdiv, addcmul, clamp_max, clamp_min, float_power, heaviside, logit, nan_to_num, sgn,
+    signbit,
 )
 from .random import bernoulli, multinomial, normal  # noqa: F401
 from .linalg import einsum, linear, matmul  # noqa: F401
+from .products import (  # noqa: F401
+    addbmm, addmm, addmv, baddbmm, bmm, cdist, cross, dot, ger, inner, kron, mm, mv, outer,
+    tensordot, trace, vdot,
+)
 from .pool import (  # noqa: F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d,
     avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d,
@@ -61,9 +69,9 @@ from .reduce import (  # noqa: F401
 from .optim_step import adam_step_  # noqa: F401
 from .sort import argsort, kthvalue, median, mode, msort, nanmedian, sort, topk  # noqa: F401
 from .shape import (  # noqa: F401
-    broadcast_to, cat, chunk, concatenate, expand, expand_as, flatten, flip, movedim, narrow, pad,
-    permute, repeat, reshape, reshape_as, split, squeeze, stack, transpose, tril, triu, unbind,
-    unsqueeze, view, view_as,
+    broadcast_shapes, broadcast_tensors, broadcast_to, cat, chunk, concatenate, expand, expand_as,
+    flatten, flip, movedim, narrow, pad, permute, repeat, reshape, reshape_as, split, squeeze,
+    stack, transpose, tril, triu, unbind, unsqueeze, view, view_as,
 )
 from .unary import (  # noqa: F401
     abs, acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctanh, asin, asinh, atan, atanh,

@@ -303,3 +303,29 @@ def cartesian_prod(*tensors):
     if len(tensors) == 1:
         return tensors[0]
     return stack([g.reshape(-1) for g in meshgrid(*tensors, indexing="ij")], 1)
+
+
+@tensor_method
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """n-th forward difference along dim, after joining prepend and append there (they need
+    input's rank and its sizes off dim). Bool tensors give `!=` of neighbours, as in PyTorch."""
+    if input.ndim == 0:
+        raise RuntimeError("diff: expected a tensor of at least one dimension, got a 0-d one")
+    if n < 0:
+        raise RuntimeError(f"diff: order n must be non-negative, got {n}")
+    dim = normalize_dim(dim, input.ndim, "diff")
+    if n == 0:  # torch returns the input itself, prepend and append not joined
+        return input
+    parts = [t for t in (prepend, input, append) if t is not None]
+    for t in parts:
+        if t.ndim != input.ndim:
+            raise RuntimeError(f"diff: prepend/append must have the input's {input.ndim} "
+                               f"dimensions, got shape {t.shape} for input {input.shape}")
+    x = cat(parts, dim) if len(parts) > 1 else input
+    for _ in range(n):
+        length = x.shape[dim]
+        if length == 0:
+            break
+        later, earlier = x.narrow(dim, 1, length - 1), x.narrow(dim, 0, length - 1)
+        x = later != earlier if x.dtype.kind == "b" else later - earlier
+    return x

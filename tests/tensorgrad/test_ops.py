@@ -433,6 +433,8 @@ VALUE_CASES = [
     ValueCase("isnan", lambda a: a.isnan(), np.isnan, (SPECIAL,)),
     ValueCase("isinf", lambda a: a.isinf(), np.isinf, (SPECIAL,)),
     ValueCase("isfinite", lambda a: a.isfinite(), np.isfinite, (SPECIAL,)),
+    ValueCase("signbit", lambda a: a.signbit(), np.signbit, (SPECIAL,)),
+    ValueCase("heaviside", lambda a, b: a.heaviside(b), np.heaviside, (A, B)),
     ValueCase("isclose", lambda a: a.isclose(a * 1.00002, equal_nan=True),
               lambda a: np.isclose(a, a * 1.00002, equal_nan=True), (SPECIAL,)),
     ValueCase("argmax", lambda a: a.argmax(), lambda a: np.argmax(a), (A,)),

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from test_torch_parity import FAST, check, seeds
+from test_torch_parity import FAST, check, seeds, values
 
 import tensorgrad as tg
 
@@ -16,6 +16,7 @@ F = torch.nn.functional
 
 pairs = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, min_side=0,
                                           max_side=4)
+shapes_any = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)
 
 
 # --- 1. isclose / allclose / equal ----------------------------------------------------------------
@@ -54,3 +55,263 @@ def test_isclose_integers_and_errors():
 def test_equal(a, b):
     assert tg.equal(tg.tensor(a), tg.tensor(b)) == torch.equal(torch.tensor(a), torch.tensor(b))
     assert tg.tensor(a).equal(tg.tensor(b)) == torch.equal(torch.tensor(a), torch.tensor(b))
+
+
+# --- 2. the matrix-product family -----------------------------------------------------------------
+sides = st.integers(0, 4)
+
+
+@FAST
+@given(n=sides, m=sides, p=sides, b=st.integers(1, 3), seed=seeds)
+def test_matrix_products(n, m, p, b, seed):
+    A, B, v, w = values(seed, (n, m), (m, p), (m,), (n,))
+    check(tg.mm, torch.mm, A, B, seed=seed)
+    check(lambda x, y: x.mm(y), lambda x, y: x.mm(y), A, B, seed=seed)
+    check(tg.mv, torch.mv, A, v, seed=seed)
+    check(tg.dot, torch.dot, v, v * 2, seed=seed)
+    check(lambda x, y: x.vdot(y), lambda x, y: x.vdot(y), v, v + 1, seed=seed)
+    check(tg.outer, torch.outer, v, w, seed=seed)
+    check(lambda x, y: x.ger(y), lambda x, y: x.ger(y), w, v, seed=seed)
+    X, Y = values(seed + 1, (b, n, m), (b, m, p))
+    check(tg.bmm, torch.bmm, X, Y, seed=seed)
+
+
+@FAST
+@given(n=sides, m=sides, p=sides, b=st.integers(0, 3), seed=seeds, data=st.data(),
+       scale=st.sampled_from([(1, 1), (0.5, -2.0), (0, 1.5)]))
+def test_scaled_products(n, m, p, b, seed, data, scale):
+    beta, alpha = scale
+    full = data.draw(st.sampled_from([(n, p), (p,), (1, p), (n, 1), ()]))
+    inp, A, B, v = values(seed, full, (n, m), (m, p), (m,))
+    check(lambda i, x, y: tg.addmm(i, x, y, beta=beta, alpha=alpha),
+          lambda i, x, y: torch.addmm(i, x, y, beta=beta, alpha=alpha), inp, A, B, seed=seed)
+    # (torch's addmv keeps a broadcast input's shape when the matrix is empty: a quirk that is
+    # not followed here, the result has the product's shape)
+    vec_in = values(seed + 2, data.draw(st.sampled_from([(n,), (1,), ()] if n * m else [(n,)])))
+    check(lambda i, x, y: i.addmv(x, y, beta=beta, alpha=alpha),
+          lambda i, x, y: i.addmv(x, y, beta=beta, alpha=alpha), vec_in, A, v, seed=seed)
+    X, Y = values(seed + 1, (b, n, m), (b, m, p))
+    binp = values(seed + 3, data.draw(st.sampled_from([(b, n, p), (n, p), (1, p), ()])))
+    check(lambda i, x, y: tg.baddbmm(i, x, y, beta=beta, alpha=alpha),
+          lambda i, x, y: torch.baddbmm(i, x, y, beta=beta, alpha=alpha), binp, X, Y, seed=seed)
+    check(lambda i, x, y: i.addbmm(x, y, beta=beta, alpha=alpha),
+          lambda i, x, y: i.addbmm(x, y, beta=beta, alpha=alpha), inp, X, Y, seed=seed)
+
+
+def test_beta_zero_ignores_nan_and_inplace_forms():
+    inp = np.full((2, 2), np.nan)
+    A, B = values(0, (2, 3), (3, 2))
+    out = tg.addmm(tg.tensor(inp), tg.tensor(A), tg.tensor(B), beta=0)
+    np.testing.assert_allclose(np.asarray(out), A @ B)
+    x = tg.tensor(np.ones((2, 2)))
+    assert x.addmm_(tg.tensor(A), tg.tensor(B), alpha=2) is x
+    np.testing.assert_allclose(np.asarray(x), 1 + 2 * A @ B)
+
+
+@pytest.mark.parametrize("op, args, match", [
+    (tg.mm, ((2, 3), (3,)), "mm: expected a 2-D and a 2-D tensor"),
+    (tg.mm, ((2, 3), (2, 3)), "mm: inner sizes differ"),
+    (tg.mm, ((1, 2, 3), (3, 2)), "mm: expected a 2-D"),
+    (tg.bmm, ((2, 2, 3), (1, 3, 2)), "bmm: expected batch2 of shape"),
+    (tg.bmm, ((2, 3), (3, 2)), "bmm: expected a 3-D"),
+    (tg.mv, ((2, 3), (2,)), "mv: sizes differ"),
+    (tg.dot, ((3,), (2,)), "dot: expected 1-D tensors of the same size"),
+    (tg.dot, ((3, 1), (3,)), "dot: expected a 1-D"),
+])
+def test_strict_shapes(op, args, match):
+    tensors = [tg.zeros(*s) for s in args]
+    with pytest.raises(RuntimeError, match=match):
+        op(*tensors)
+    with pytest.raises(RuntimeError):  # torch refuses them too
+        getattr(torch, op.__name__)(*(torch.zeros(*s) for s in args))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        tg.mm(tg.zeros(2, 2), tg.zeros(2, 2, dtype=tg.float64))
+
+
+@FAST
+@given(a=hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3),
+       b=hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3), seed=seeds)
+def test_inner_and_kron(a, b, seed):
+    x, y = values(seed, a, b)
+    check(tg.kron, torch.kron, x, y, seed=seed)
+    if a and b:
+        y = values(seed, b[:-1] + a[-1:])
+    check(tg.inner, torch.inner, x, y, seed=seed)
+
+
+@pytest.mark.parametrize("a, b, dims", [
+    ((2, 3, 4), (3, 4, 5), 2), ((2, 3), (3, 2), 1), ((2, 3), (4,), 0), ((3,), (3,), 1),
+    ((2, 3, 4), (4, 2, 3), ([1, 2], [2, 0])), ((2, 3, 4), (4, 5), ([-1], [0])),
+    ((2, 3, 4), (3,), ([1], [0])), ((0, 3), (3, 2), 1),
+])
+def test_tensordot(a, b, dims):
+    x, y = values(1, a, b)
+    check(lambda s, t: tg.tensordot(s, t, dims), lambda s, t: torch.tensordot(s, t, dims), x, y)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4), (4, 1), (0, 2)])
+def test_trace(shape):
+    check(tg.trace, torch.trace, values(2, shape))
+    assert tg.trace(tg.tensor([[1, 2], [3, 4]])).dtype == tg.int64
+
+
+@FAST
+@given(ndim=st.integers(0, 2), seed=seeds, explicit=st.booleans(), data=st.data())
+def test_cross(ndim, seed, explicit, data):
+    # batch dims broadcast (torch wants equal ranks) and are < 3, so dim=None finds the last
+    batch = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=ndim, max_dims=ndim,
+                                              min_side=0, max_side=2)
+    a, b = data.draw(batch).input_shapes
+    x, y = values(seed, a + (3,), b + (3,))
+    if explicit:
+        check(lambda s, t: tg.cross(s, t, dim=-1), lambda s, t: torch.cross(s, t, dim=-1), x, y)
+    else:
+        check(lambda s, t: s.cross(t), lambda s, t: s.cross(t), x, y)  # first dim of size 3
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.0, 0.5, float("inf")])
+@FAST
+@given(P=sides, R=sides, M=st.integers(1, 3), batch=st.sampled_from([(), (2,)]), seed=seeds)
+def test_cdist(p, P, R, M, batch, seed):
+    x, y = values(seed, batch + (P, M), batch + (R, M))
+    if P and R:
+        y[..., 0, :] = x[..., 0, :]  # a zero distance: the gradient there is 0
+    check(lambda s, t: tg.cdist(s, t, p), lambda s, t: torch.cdist(s, t, p), x, y, seed=seed)
+
+
+# --- 3. elementwise helpers -----------------------------------------------------------------------
+@FAST
+@given(shapes_=pairs, seed=seeds)
+def test_clamp_min_max(shapes_, seed):
+    x, bound = values(seed, *shapes_.input_shapes)
+    x = np.where(np.abs(x - 0.3) < 0.05, x + 0.2, x)  # away from the scalar bound's kink
+    check(lambda t: t.clamp_min(0.3), lambda t: t.clamp_min(0.3), x, seed=seed)
+    check(lambda t: tg.clamp_max(t, 0.3), lambda t: torch.clamp_max(t, 0.3), x, seed=seed)
+    bound = np.where(np.abs(bound - x[..., :1] if x.ndim else bound - x) < 1e-3, bound + 0.1,
+                     bound) if x.size and bound.size else bound
+    check(lambda t, b: t.clamp_min(b), lambda t, b: t.clamp_min(b), x, bound, seed=seed)
+    check(lambda t, b: t.clamp_max(b), lambda t, b: t.clamp_max(b), x, bound, seed=seed)
+
+
+@FAST
+@given(shapes_=hnp.mutually_broadcastable_shapes(num_shapes=3, min_dims=0, max_dims=3,
+                                                 min_side=0, max_side=3),
+       seed=seeds, value=st.sampled_from([1, 0.5, -2]))
+def test_addcmul_addcdiv(shapes_, seed, value):
+    a, b = values(seed, *shapes_.input_shapes[:2])
+    c = values(seed + 1, shapes_.input_shapes[2], domain="nonzero")
+    check(lambda x, y, z: tg.addcmul(x, y, z, value=value),
+          lambda x, y, z: torch.addcmul(x, y, z, value=value), a, b, c, seed=seed)
+    check(lambda x, y, z: x.addcdiv(y, z, value=value),
+          lambda x, y, z: x.addcdiv(y, z, value=value), a, b, c, seed=seed)
+
+
+def test_inplace_forms():
+    for name, args, kwargs in [("clamp_min_", (0.0,), {}), ("clamp_max_", (0.0,), {}),
+                               ("addcmul_", (np.full(3, 2.0), np.full(3, 3.0)), {"value": 0.5}),
+                               ("addcdiv_", (np.full(3, 2.0), np.full(3, 4.0)), {"value": 2}),
+                               ("logit_", (), {"eps": 0.25}), ("nan_to_num_", (), {"nan": 7.0}),
+                               ("sgn_", (), {})]:
+        data = np.array([-0.5, 0.1, np.nan if name == "nan_to_num_" else 0.6])
+        ours, theirs = tg.tensor(data), torch.tensor(data)
+        conv = [(tg.tensor(a), torch.tensor(a)) for a in args]
+        assert getattr(ours, name)(*(o for o, _ in conv), **kwargs) is ours
+        getattr(theirs, name)(*(t for _, t in conv), **kwargs)
+        np.testing.assert_allclose(np.asarray(ours), theirs.numpy(), err_msg=name)
+    with pytest.raises(RuntimeError, match="addcdiv: integer division"):
+        tg.addcdiv(tg.zeros(2), tg.tensor([1, 2]), tg.tensor([1, 2]))
+
+
+@pytest.mark.parametrize("eps", [None, 1e-6, 0.2])
+@FAST
+@given(shape=shapes_any, seed=seeds)
+def test_logit(eps, shape, seed):
+    p = np.random.default_rng(seed).uniform(0.05, 0.95, shape)
+    if eps == 0.2:
+        p = np.where(np.abs(p - 0.2) < 0.02, 0.5, np.where(np.abs(p - 0.8) < 0.02, 0.5, p))
+    check(lambda t: tg.logit(t, eps), lambda t: torch.logit(t, eps), p, seed=seed)
+    check(lambda t: t.logit(eps), lambda t: t.logit(eps), p, seed=seed)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"nan": 1.5}, {"posinf": 9.0, "neginf": -9.0},
+                                    {"nan": -1.0, "posinf": 2.0}])
+@FAST
+@given(shape=shapes_any, seed=seeds)
+def test_nan_to_num(kwargs, shape, seed):
+    x = np.random.default_rng(seed).choice(SPECIAL, shape) * 1.5
+    check(lambda t: tg.nan_to_num(t, **kwargs), lambda t: torch.nan_to_num(t, **kwargs), x)
+    check(lambda t: t.nan_to_num(**kwargs), lambda t: t.nan_to_num(**kwargs), x)
+    ints = np.array([1, -2, 3])
+    check(lambda t: t.nan_to_num(**kwargs), lambda t: t.nan_to_num(**kwargs), ints)
+
+
+@FAST
+@given(shapes_=pairs, seed=seeds)
+def test_signbit_heaviside_sgn(shapes_, seed):
+    rng = np.random.default_rng(seed)
+    a, b = (rng.choice(np.array([-1.5, -0.0, 0.0, 2.0, np.inf, -np.inf]), s)
+            for s in shapes_.input_shapes)
+    check(tg.signbit, torch.signbit, a)
+    check(lambda t: t.signbit(), lambda t: t.signbit(), rng.integers(-2, 3, a.shape))
+    ours = tg.heaviside(tg.tensor(a), tg.tensor(b))
+    theirs = torch.heaviside(torch.tensor(a), torch.tensor(b))
+    assert ours.shape == tuple(theirs.shape) and not ours.requires_grad
+    np.testing.assert_array_equal(np.asarray(ours), theirs.numpy())
+    ints = [rng.integers(-2, 3, s) for s in shapes_.input_shapes]
+    np.testing.assert_array_equal(np.asarray(tg.tensor(ints[0]).heaviside(tg.tensor(ints[1]))),
+                                  torch.tensor(ints[0]).heaviside(torch.tensor(ints[1])).numpy())
+    x = values(seed, shapes_.input_shapes[0], domain="nonzero")
+    np.testing.assert_array_equal(np.asarray(tg.tensor(x).sgn()), torch.tensor(x).sgn().numpy())
+    # (torch's sgn gradient is a ZeroTensor the harness cannot read: compare with sign's)
+    check(tg.sgn, torch.sign, x, seed=seed)
+
+
+def test_heaviside_refuses_mixed_dtypes():
+    with pytest.raises(RuntimeError, match="heaviside: .*one dtype.*float32.*int64"):
+        tg.heaviside(tg.zeros(2), tg.tensor([1, 2]))
+
+
+def _as_input(fn):
+    """fn's result in its first input's dtype: float_power is float64 by definition, so the
+    harness's float32 rerun would fail; on its float64 runs this is the identity (the dtype
+    rule is asserted on its own below)."""
+    return lambda x, *rest: fn(x, *rest).to(x.dtype)
+
+
+@FAST
+@given(shapes_=pairs, seed=seeds, scalar=st.sampled_from([2, 0.5, -1.5]))
+def test_float_power(shapes_, seed, scalar):
+    a, b = values(seed, *shapes_.input_shapes)
+    a = np.abs(a) + 0.1
+    check(_as_input(tg.float_power), _as_input(torch.float_power), a, b, seed=seed)
+    check(_as_input(lambda x: x.float_power(scalar)),
+          _as_input(lambda x: x.float_power(scalar)), a, seed=seed)
+    check(_as_input(lambda y: tg.float_power(scalar + 3, y)),
+          _as_input(lambda y: torch.float_power(scalar + 3, y)), b, seed=seed)
+    f32 = tg.float_power(tg.tensor(a, dtype=tg.float32), tg.tensor(b, dtype=tg.float32))
+    assert f32.dtype == tg.float64  # float64 whatever the inputs, as in PyTorch
+    ints = tg.float_power(tg.tensor([1, 2, 3]), 2)
+    assert ints.dtype == tg.float64 and ints.tolist() == [1.0, 4.0, 9.0]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3])
+@FAST
+@given(shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4), seed=seeds,
+       data=st.data())
+def test_diff(n, shape, seed, data):
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    extra = [data.draw(st.sampled_from([None, 0, 1, 2])) for _ in range(2)]
+    side = [None if k is None else shape[:dim % len(shape)] + (k,) + shape[dim % len(shape) + 1:]
+            for k in extra]
+    x, pre, app = values(seed, shape, side[0] or (), side[1] or ())
+    args = [x] + [a for a, s in ((pre, side[0]), (app, side[1])) if s is not None]
+
+    def call(lib, x, *rest):
+        rest = list(rest)
+        pre_t = rest.pop(0) if side[0] is not None else None
+        app_t = rest.pop(0) if side[1] is not None else None
+        return lib.diff(x, n, dim, pre_t, app_t)
+
+    check(lambda *a: call(tg, *a), lambda *a: call(torch, *a), *args, seed=seed)
+    bools = np.random.default_rng(seed).random(shape) > 0.5
+    check(lambda t: t.diff(n, dim), lambda t: t.diff(n, dim), bools)
