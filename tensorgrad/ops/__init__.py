@@ -43,9 +43,10 @@ from .scatter import (  # noqa: F401
     masked_select, nonzero, scatter, scatter_reduce, take, take_along_dim, unique,
 )
 from .layout import (  # noqa: F401
-    atleast_1d, atleast_2d, atleast_3d, cartesian_prod, column_stack, diag, diag_embed, diagonal,
-    diff, dstack, fliplr, flipud, hstack, meshgrid, moveaxis, repeat_interleave, roll, rot90,
-    row_stack, swapaxes, swapdims, t, tile, tril_indices, triu_indices, unflatten, vstack,
+    atleast_1d, atleast_2d, atleast_3d, block_diag, cartesian_prod, column_stack, diag,
+    diag_embed, diagonal, diff, dstack, fliplr, flipud, hstack, meshgrid, moveaxis,
+    repeat_interleave, roll, rot90, row_stack, swapaxes, swapdims, t, tile, tril_indices,
+    triu_indices, unflatten, vstack,
 )
 from .pointwise import (  # noqa: F401
     addcdiv, addcmul, clamp_max, clamp_min, float_power, heaviside, logit, nan_to_num, sgn,
@@ -67,7 +68,9 @@ from .reduce import (  # noqa: F401
     var_mean,
 )
 from .optim_step import adam_step_  # noqa: F401
-from .sort import argsort, kthvalue, median, mode, msort, nanmedian, sort, topk  # noqa: F401
+from .sort import (  # noqa: F401
+    argsort, bucketize, kthvalue, median, mode, msort, nanmedian, searchsorted, sort, topk,
+)
 from .shape import (  # noqa: F401
     broadcast_shapes, broadcast_tensors, broadcast_to, cat, chunk, concatenate, expand, expand_as,
     flatten, flip, movedim, narrow, pad, permute, repeat, reshape, reshape_as, split, squeeze,
