@@ -78,8 +78,8 @@ from .shape import (  # noqa: F401
 )
 from .unary import (  # noqa: F401
     abs, acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctanh, asin, asinh, atan, atanh,
-    ceil, cos, cosh, erf, exp, exp2, expm1, floor, frac, log, log1p, log2, log10, round, rsqrt,
-    sign, sin, sinc, sinh, sqrt, tan, tanh, trunc,
+    ceil, cos, cosh, erf, erfinv, exp, exp2, expm1, floor, frac, log, log1p, log2, log10, round,
+    rsqrt, sign, sin, sinc, sinh, sqrt, tan, tanh, trunc,
 )
 
 from .. import tensor as _tensor  # noqa: E402

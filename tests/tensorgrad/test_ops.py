@@ -120,6 +120,7 @@ CASES = [
     case("asinh", lambda a: a.asinh(), (2, 3)),
     case("acosh", lambda a: (a + 1.0).acosh(), positive(2, 3)),
     case("atanh", lambda a: a.atanh(), leaf(SPREAD_UNIT)),
+    case("erfinv", lambda a: a.erfinv(), leaf(SPREAD_UNIT)),
     case("log1p", lambda a: a.log1p(), positive(2, 3)),
     case("expm1", lambda a: a.expm1(), (2, 3)),
     case("expm1", lambda a: tg.elu(a), apart(2, 3)),

@@ -552,3 +552,25 @@ def test_alpha_dropout_keeps_selu_statistics():
     layer = nn.AlphaDropout(0.2)
     layer.eval()
     assert layer(x) is x
+
+
+# --- erfinv: a primitive (no SciPy in ops code), float64-accurate up to the ends ----------------
+@FAST
+@given(shape=shapes_any, seed=seeds)
+def test_erfinv(shape, seed):
+    x = np.tanh(values(seed, shape)) * 0.99
+    check(tg.erfinv, torch.erfinv, x, seed=seed, rtol=1e-12)
+    check(lambda t: t.erfinv(), lambda t: t.erfinv(), x, seed=seed, rtol=1e-12)
+
+
+def test_erfinv_tails_and_edges():
+    x = np.concatenate([np.linspace(-1, 1, 20001)[1:-1],
+                        [1 - 1e-9, -1 + 1e-12, 1 - 2 ** -52, 0.999, 1e-300, -0.0]])
+    np.testing.assert_allclose(np.asarray(tg.erfinv(tg.tensor(x))),
+                               torch.erfinv(torch.tensor(x)).numpy(), rtol=1e-13, atol=0)
+    edges = np.array([1.0, -1.0, 1.5, -2.0, np.nan])
+    np.testing.assert_array_equal(np.asarray(tg.erfinv(tg.tensor(edges))),
+                                  torch.erfinv(torch.tensor(edges)).numpy())
+    y = tg.tensor([0.3, -0.7])
+    assert y.erfinv_() is y and np.allclose(np.asarray(y), torch.erfinv(torch.tensor(
+        [0.3, -0.7], dtype=torch.float32)).numpy())
