@@ -20,13 +20,14 @@ def _require(op, cond, message, *tensors):
         raise RuntimeError(f"{op}: {message} (got shapes {shapes})")
 
 
-def _check_product(op, a, b, ranks):
+def _check_product(op, a, b, ranks, same_dtype=True):
     for t in (a, b):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: expected Tensors, got {type(t).__name__}")
     _require(op, (a.ndim, b.ndim) == ranks,
              f"expected a {ranks[0]}-D and a {ranks[1]}-D tensor", a, b)
-    _same_dtype(op, a, b)
+    if same_dtype:
+        _same_dtype(op, a, b)
 
 
 @tensor_method
@@ -69,9 +70,7 @@ vdot = tensor_method(dot, "vdot")  # conj(input) . other: the same as dot for re
 @tensor_method
 def outer(input, vec2):
     """Outer product of two 1-D tensors: (n,) x (m,) -> (n, m)."""
-    for t in (input, vec2):
-        _require("outer", isinstance(t, Tensor) and t.ndim == 1, "expected two 1-D tensors",
-                 input, vec2)
+    _check_product("outer", input, vec2, (1, 1), same_dtype=False)  # promotes, as torch's
     return input.unsqueeze(1) * vec2.unsqueeze(0)
 
 
