@@ -20,7 +20,8 @@ from .bitwise import (  # noqa: F401
 )
 from .channel_norm import batch_norm, group_norm, instance_norm  # noqa: F401
 from .compare import (  # noqa: F401
-    eq, ge, gt, isfinite, isinf, isnan, le, logical_and, logical_not, logical_or, lt, ne,
+    allclose, eq, equal, ge, gt, isclose, isfinite, isinf, isnan, le, logical_and, logical_not,
+    logical_or, lt, ne,
 )
 from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d  # noqa: F401
 from .convert import cast, clone, to_device  # noqa: F401
@@ -42,12 +43,21 @@ from .scatter import (  # noqa: F401
     masked_select, nonzero, scatter, scatter_reduce, take, take_along_dim, unique,
 )
 from .layout import (  # noqa: F401
-    atleast_1d, atleast_2d, atleast_3d, cartesian_prod, column_stack, diag, diag_embed, diagonal,
-    dstack, fliplr, flipud, hstack, meshgrid, moveaxis, repeat_interleave, roll, rot90, row_stack,
-    swapaxes, swapdims, t, tile, tril_indices, triu_indices, unflatten, vstack,
+    atleast_1d, atleast_2d, atleast_3d, block_diag, cartesian_prod, column_stack, diag,
+    diag_embed, diagonal, diff, dstack, fliplr, flipud, hstack, meshgrid, moveaxis,
+    repeat_interleave, roll, rot90, row_stack, swapaxes, swapdims, t, tile, tril_indices,
+    triu_indices, unflatten, vstack,
+)
+from .pointwise import (  # noqa: F401
+    addcdiv, addcmul, clamp_max, clamp_min, float_power, heaviside, logit, nan_to_num, sgn,
+    signbit,
 )
 from .random import bernoulli, multinomial, normal  # noqa: F401
 from .linalg import einsum, linear, matmul  # noqa: F401
+from .products import (  # noqa: F401
+    addbmm, addmm, addmv, baddbmm, bmm, cdist, cross, dot, ger, inner, kron, mm, mv, outer,
+    tensordot, trace, vdot,
+)
 from .pool import (  # noqa: F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d,
     avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d,
@@ -58,16 +68,18 @@ from .reduce import (  # noqa: F401
     var_mean,
 )
 from .optim_step import adam_step_  # noqa: F401
-from .sort import argsort, kthvalue, median, mode, msort, nanmedian, sort, topk  # noqa: F401
+from .sort import (  # noqa: F401
+    argsort, bucketize, kthvalue, median, mode, msort, nanmedian, searchsorted, sort, topk,
+)
 from .shape import (  # noqa: F401
-    broadcast_to, cat, chunk, concatenate, expand, expand_as, flatten, flip, movedim, narrow, pad,
-    permute, repeat, reshape, reshape_as, split, squeeze, stack, transpose, tril, triu, unbind,
-    unsqueeze, view, view_as,
+    broadcast_shapes, broadcast_tensors, broadcast_to, cat, chunk, concatenate, expand, expand_as,
+    flatten, flip, movedim, narrow, pad, permute, repeat, reshape, reshape_as, split, squeeze,
+    stack, transpose, tril, triu, unbind, unsqueeze, view, view_as,
 )
 from .unary import (  # noqa: F401
     abs, acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctanh, asin, asinh, atan, atanh,
-    ceil, cos, cosh, erf, exp, exp2, expm1, floor, frac, log, log1p, log2, log10, round, rsqrt,
-    sign, sin, sinc, sinh, sqrt, tan, tanh, trunc,
+    ceil, cos, cosh, erf, erfinv, exp, exp2, expm1, floor, frac, log, log1p, log2, log10, round,
+    rsqrt, sign, sin, sinc, sinh, sqrt, tan, tanh, trunc,
 )
 
 from .. import tensor as _tensor  # noqa: E402

@@ -1,6 +1,6 @@
 """Comparisons, logic and float classification: no gradient (their outputs are bool)."""
 from ..autograd import primitive
-from ..tensor import tensor_method
+from ..tensor import Tensor, tensor_method
 from .operands import binary_operands
 
 
@@ -28,3 +28,53 @@ logical_not = tensor_method(_nondiff("logical_not", lambda xp, x: xp.logical_not
 isnan = tensor_method(_nondiff("isnan", lambda xp, x: xp.isnan(x), 1))
 isinf = tensor_method(_nondiff("isinf", lambda xp, x: xp.isinf(x), 1))
 isfinite = tensor_method(_nondiff("isfinite", lambda xp, x: xp.isfinite(x), 1))
+
+
+# --- closeness: isclose / allclose / equal (PyTorch's tolerances and NaN rule) -----------------
+@primitive("isclose", differentiable=False)
+def _isclose(xp, a, b, rtol, atol, equal_nan):
+    same = a == b  # exact matches, infinities of the same sign included
+    if a.dtype.kind not in "fc":
+        # integers and bools: the tolerance test in float64 (no wraparound in a - b)
+        a, b = a.astype("float64"), b.astype("float64")
+    with xp.errstate(invalid="ignore", over="ignore"):
+        near = xp.abs(a - b) <= atol + rtol * xp.abs(b)
+    close = same | (near & xp.isfinite(a) & xp.isfinite(b))
+    if equal_nan:
+        close = close | (xp.isnan(a) & xp.isnan(b))
+    return close
+
+
+@tensor_method
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|input - other| <= atol + rtol * |other| elementwise (broadcast), True where they are
+    equal (infinities included); NaNs are close to each other only with equal_nan. Both must
+    have the same dtype, as in PyTorch."""
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        raise TypeError(f"isclose: expected two Tensors, got {type(input).__name__} and "
+                        f"{type(other).__name__}")
+    if input.dtype != other.dtype:
+        raise RuntimeError(f"isclose: expected both inputs to have the same dtype, got "
+                           f"{input.dtype} and {other.dtype} (shapes {input.shape} and "
+                           f"{other.shape})")
+    if rtol < 0 or atol < 0:
+        raise ValueError(f"isclose: rtol and atol must be non-negative, got rtol={rtol}, "
+                         f"atol={atol}")
+    return _isclose(input, other, rtol=float(rtol), atol=float(atol), equal_nan=bool(equal_nan))
+
+
+@tensor_method
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Python bool: isclose(...) holds everywhere (shapes broadcast, as in PyTorch)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
+
+
+@tensor_method
+def equal(input, other):
+    """Python bool: same shape and equal elements (NaN equals nothing; dtypes are promoted)."""
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        raise TypeError(f"equal: expected two Tensors, got {type(input).__name__} and "
+                        f"{type(other).__name__}")
+    if input.shape != other.shape:
+        return False
+    return bool(eq(input, other).all().item())

@@ -4,10 +4,11 @@ permute, expand, cat, flip, getitem, index_add), so their gradients need no code
 import math
 
 from .. import backend as _backends
+from ..creation import zeros
 from ..tensor import Tensor, tensor_method
 from .index import _index_add, getitem
-from .operands import normalize_dim
-from .shape import _sizes, cat, flip, movedim, reshape, stack, transpose
+from .operands import normalize_dim, result_dtype
+from .shape import _sizes, cat, flip, movedim, pad, reshape, stack, transpose
 
 
 def _constant(array, like):
@@ -303,3 +304,52 @@ def cartesian_prod(*tensors):
     if len(tensors) == 1:
         return tensors[0]
     return stack([g.reshape(-1) for g in meshgrid(*tensors, indexing="ij")], 1)
+
+
+@tensor_method
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """n-th forward difference along dim, after joining prepend and append there (they need
+    input's rank and its sizes off dim). Bool tensors give `!=` of neighbours, as in PyTorch."""
+    if input.ndim == 0:
+        raise RuntimeError("diff: expected a tensor of at least one dimension, got a 0-d one")
+    if n < 0:
+        raise RuntimeError(f"diff: order n must be non-negative, got {n}")
+    dim = normalize_dim(dim, input.ndim, "diff")
+    if n == 0:  # torch returns the input itself, prepend and append not joined
+        return input
+    parts = [t for t in (prepend, input, append) if t is not None]
+    for t in parts:
+        if t.ndim != input.ndim:
+            raise RuntimeError(f"diff: prepend/append must have the input's {input.ndim} "
+                               f"dimensions, got shape {t.shape} for input {input.shape}")
+    x = cat(parts, dim) if len(parts) > 1 else input
+    for _ in range(n):
+        length = x.shape[dim]
+        if length == 0:
+            break
+        later, earlier = x.narrow(dim, 1, length - 1), x.narrow(dim, 0, length - 1)
+        x = later != earlier if x.dtype.kind == "b" else later - earlier
+    return x
+
+
+def block_diag(*tensors):
+    """A block-diagonal matrix of the given 0-, 1- or 2-D tensors (a 0-d one is 1x1, a 1-D one
+    a row), zeros elsewhere; dtypes are promoted as in PyTorch."""
+    blocks = []
+    for i, t in enumerate(tensors):
+        if t.ndim > 2:
+            raise RuntimeError(f"block_diag: input {i} must have 2 or fewer dimensions, got "
+                               f"shape {t.shape}")
+        blocks.append(t.reshape(1, -1) if t.ndim < 2 else t)
+    if not blocks:
+        return zeros(1, 0)
+    dtype = blocks[0].dtype
+    for b in blocks[1:]:
+        dtype = result_dtype(dtype, b.dtype)
+    width = sum(b.shape[1] for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        right = width - left - b.shape[1]
+        rows.append(pad(b.to(dtype), (left, right)))
+        left += b.shape[1]
+    return cat(rows, 0)

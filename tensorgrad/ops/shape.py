@@ -419,3 +419,29 @@ def tril(x, diagonal=0):
 def triu(x, diagonal=0):
     """Keep the upper triangle (j >= i + diagonal) of the last two dims, zero the rest."""
     return _triangle(x, diagonal, False)
+
+
+def broadcast_shapes(*shapes):
+    """The shape that all `shapes` broadcast to (an int counts as a 1-D shape), as a tuple."""
+    result = []
+    for shape in shapes:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if any(n < 0 for n in shape):
+            raise RuntimeError(f"broadcast_shapes: sizes must be non-negative, got {shape}")
+        padded = [1] * (len(shape) - len(result)) + result
+        for i, n in enumerate(shape[::-1], 1):
+            have = padded[-i]
+            if have != n and 1 not in (have, n):
+                raise RuntimeError(f"broadcast_shapes: shapes {list(shapes)} cannot be broadcast "
+                                   f"together (size {have} against {n} at dim {-i})")
+            padded[-i] = n if have == 1 else have
+        result = padded
+    return tuple(result)
+
+
+def broadcast_tensors(*tensors):
+    """Expand every tensor to their common broadcast shape (views; gradients sum back)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(t if t.shape == shape else expand(t, shape) for t in tensors)

@@ -11,8 +11,9 @@ NaN orders as the largest value, as in PyTorch (NumPy and CuPy sort it last).
 import functools
 
 from ..autograd import primitive
-from ..creation import full, ones_like, zeros_like
+from ..creation import full, ones_like, tensor, zeros_like
 from ..tensor import tensor_method
+from .compare import isnan
 from .index import gather
 from .operands import normalize_dim
 from .reduce import values_indices
@@ -222,3 +223,56 @@ def mode(x, dim=-1, keepdim=False):
     # value's last occurrence, the index PyTorch returns.
     last = first + counts.gather(dim, best) - 1
     return _picked(x, dim, gather(order, dim, last), keepdim)
+
+
+# --- searchsorted / bucketize: insertion positions, by counting -----------------------------------
+def _before(seq, v, right):
+    """Elementwise: does seq's entry come before the value v is inserted (strictly below v on
+    the left side, at or below on the right)? NaN orders last, as in sorting."""
+    if right:
+        return (seq <= v) | isnan(v)
+    return (seq < v) | (isnan(v) & ~isnan(seq))
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
+                 sorter=None):
+    """Where each value of input would be inserted to keep sorted_sequence sorted along its last
+    dim: the count of entries below it (side='left'), or at or below it (side='right', or
+    right=True). A 1-D sequence serves every value; an N-D one pairs its leading dims with
+    input's. input may be a number (-> 0-d). sorter: indices that sort an unsorted sequence.
+    NaN orders last (a NaN value goes after every number; torch's binary search gives
+    probe-dependent positions for a sequence holding NaN, this counts it as the largest).
+    Counted by one comparison per (value, entry) pair: O(len(input) * len(sequence))."""
+    if side not in (None, "left", "right"):
+        raise RuntimeError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    if side == "left" and right:
+        raise RuntimeError("searchsorted: side='left' contradicts right=True")
+    right = right or side == "right"
+    seq = sorted_sequence
+    if seq.ndim == 0:
+        raise RuntimeError("searchsorted: sorted_sequence must have at least one dimension")
+    if sorter is not None:
+        if sorter.shape != seq.shape:
+            raise RuntimeError(f"searchsorted: sorter of shape {sorter.shape} must match "
+                               f"sorted_sequence's shape {seq.shape}")
+        seq = gather(seq, -1, sorter)
+    scalar = not hasattr(input, "shape")
+    values = tensor(input, dtype=seq.dtype, device=seq.device) if scalar else input
+    if seq.ndim > 1 and (scalar or values.shape[:-1] != seq.shape[:-1]):
+        raise RuntimeError(f"searchsorted: an N-D sorted_sequence of shape {seq.shape} needs "
+                           f"input with the same leading dims, got "
+                           f"{() if scalar else values.shape}")
+    if seq.ndim == 1:
+        counts = _before(seq, values.unsqueeze(-1), right).sum(-1)
+    else:
+        counts = _before(seq.unsqueeze(-2), values.unsqueeze(-1), right).sum(-1)
+    counts = counts.detach()
+    return counts.int() if out_int32 else counts
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """The bucket of each value among 1-D ascending boundaries: i with boundaries[i-1] < x <=
+    boundaries[i] (right=False), or boundaries[i-1] <= x < boundaries[i] (right=True)."""
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"bucketize: boundaries must be 1-D, got shape {boundaries.shape}")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)

@@ -1,5 +1,6 @@
 """Unary math primitives (exp, log, sqrt, abs, trigonometric and hyperbolic functions and their
-inverses, log1p/expm1, log2/log10/exp2, erf), the rounding functions, and the in-place `_` forms.
+inverses, log1p/expm1, log2/log10/exp2, erf, erfinv), the rounding functions, and the in-place
+`_` forms.
 
 Each primitive is its forward on arrays followed by its VJP in tensorgrad ops. The inverse and
 hyperbolic functions, log1p/expm1 and the base-2/10 forms are primitives rather than composites
@@ -99,6 +100,58 @@ def _erf(xp, x):
 def _erf_vjp(ctx, g):
     x, = ctx.inputs
     return g * (2.0 / math.sqrt(math.pi)) * exp(-(x * x))
+
+
+# erfinv: Giles' single-precision polynomial ("Approximating the erfinv function", 2010) as a
+# start, then Newton steps to float64 accuracy, with only log/sqrt/exp/erf from the backend (no
+# SciPy). Near +-1 erf(y) has no digits left to compare with x, so there the steps solve
+# log(erfc(y)) = log(1 - |x|) instead, erfc from its continued fraction (exact enough for y > 2).
+_GILES_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                  0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+               -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _polynomial(coefficients, w):
+    p = coefficients[0]
+    for c in coefficients[1:]:
+        p = c + p * w
+    return p
+
+
+def _erfc_fraction(xp, y, terms=60):
+    """K with erfc(y) = exp(-y^2) / (sqrt(pi) K): K = y + (1/2) / (y + 1 / (y + (3/2) / ...))."""
+    k = y
+    for n in range(terms, 0, -1):
+        k = y + (n / 2.0) / k
+    return k
+
+
+@primitive("erfinv", saves_out=True)
+def _erfinv(xp, x):
+    t = x.astype("float64")
+    inside = xp.abs(t) < 1
+    u = xp.where(inside, t, 0.0)  # |x| >= 1 is filled in below
+    w = -xp.log((1.0 - u) * (1.0 + u))
+    central = _polynomial(_GILES_CENTRAL, w - 2.5)
+    tail = _polynomial(_GILES_TAIL, xp.sqrt(w) - 3.0)
+    y = xp.abs(xp.where(w < 5.0, central, tail) * u)  # solve for |x|, sign restored at the end
+    a = xp.abs(u)
+    near = a > 0.999  # erf's absolute rounding would dominate: work with erfc
+    log_q = xp.log(xp.where(near, 1.0 - a, 1.0))  # 1 - |x| is exact for |x| >= 1/2
+    for _ in range(4):
+        k = _erfc_fraction(xp, xp.where(near, y, 3.0))
+        h = -y * y - 0.5 * math.log(math.pi) - xp.log(k) - log_q  # log erfc(y) - log(1 - |x|)
+        by_erfc = y + h / (2.0 * k)  # h'(y) = -2 K
+        by_erf = y - (xp.erf(y) - a) / (2.0 / math.sqrt(math.pi) * xp.exp(-y * y))
+        y = xp.where(near, by_erfc, by_erf)
+    edge = xp.where(xp.abs(t) == 1, xp.inf, xp.nan)  # +-1 -> +-inf, |x| > 1 and NaN -> NaN
+    return xp.copysign(xp.where(inside, y, edge), t).astype(x.dtype, copy=False)
+
+
+@_erfinv.defvjp
+def _erfinv_vjp(ctx, g):
+    return g * (math.sqrt(math.pi) / 2.0) * exp(ctx.out * ctx.out)
 
 
 @primitive("tan", saves_out=True)
@@ -268,6 +321,7 @@ sin = tensor_method(_unary(_sin, "sin"))
 cos = tensor_method(_unary(_cos, "cos"))
 tanh = tensor_method(_unary(_tanh, "tanh"))
 erf = tensor_method(_unary(_erf, "erf"))
+erfinv = tensor_method(_unary(_erfinv, "erfinv"))
 tan = tensor_method(_unary(_tan, "tan"))
 asin = tensor_method(_unary(_asin, "asin"))
 acos = tensor_method(_unary(_acos, "acos"))
@@ -376,7 +430,7 @@ def inplace_form(op, name):
     return tensor_method(method, name)
 
 
-for _op in (exp, log, sqrt, rsqrt, sin, cos, tanh, erf, tan, asin, acos, atan, sinh, cosh, asinh,
-            acosh, atanh, log1p, expm1, log2, log10, exp2, abs, sign, floor, ceil, trunc, round,
-            frac, sinc):
+for _op in (exp, log, sqrt, rsqrt, sin, cos, tanh, erf, erfinv, tan, asin, acos, atan, sinh, cosh,
+            asinh, acosh, atanh, log1p, expm1, log2, log10, exp2, abs, sign, floor, ceil, trunc,
+            round, frac, sinc):
     inplace_form(_op, _op.__name__ + "_")

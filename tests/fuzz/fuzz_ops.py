@@ -106,6 +106,7 @@ OPS = [
     Op("acos", "({0}.tanh() * 0.9).acos()"),
     Op("atan", "{0}.atan()"),
     Op("atanh", "({0}.tanh() * 0.9).atanh()"),
+    Op("erfinv", "({0}.tanh() * 0.9).erfinv()"),
     Op("sinh", "{0}.sinh()"),
     Op("cosh", "{0}.cosh()"),
     Op("asinh", "{0}.asinh()"),
