@@ -8,6 +8,8 @@ import pytest
 import tensorgrad as tg
 from tensorgrad import nn
 
+from module_parity import outputs_and_gradients_match
+
 torch = pytest.importorskip("torch")
 
 
@@ -20,14 +22,7 @@ def _same(ours, theirs, *shape, atol=1e-10, **call):
     tx = torch.tensor(x, requires_grad=True)
     ox = tg.tensor(x, requires_grad=True)
     out, tout = ours(ox, **call), theirs(tx, **call)
-    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), atol=atol)
-    probe = np.random.default_rng(1).standard_normal(tout.shape)
-    (out * tg.tensor(probe)).sum().backward()
-    (tout * torch.tensor(probe)).sum().backward()
-    np.testing.assert_allclose(ox.grad.numpy(), tx.grad.numpy(), atol=atol)
-    for name, p in theirs.named_parameters():
-        np.testing.assert_allclose(dict(ours.named_parameters())[name].grad.numpy(),
-                                   p.grad.numpy(), atol=atol, err_msg=name)
+    outputs_and_gradients_match(ours, theirs, ox, tx, out, tout, atol, seed=1)
 
 
 LAYERS = [

@@ -8,23 +8,14 @@ import tensorgrad as tg
 import tensorgrad.nn.functional as F
 from tensorgrad import nn
 
+from module_parity import outputs_and_gradients_match
+
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
 
 
 def rand(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape) * 2 + 0.5
-
-
-def _grads_match(ours, theirs, ox, tx, out, tout, atol=1e-10):
-    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), atol=atol)
-    probe = np.random.default_rng(5).standard_normal(tout.shape)
-    (out * tg.tensor(probe)).sum().backward()
-    (tout * torch.tensor(probe)).sum().backward()
-    np.testing.assert_allclose(ox.grad.numpy(), tx.grad.numpy(), atol=atol)
-    for name, p in theirs.named_parameters():
-        np.testing.assert_allclose(dict(ours.named_parameters())[name].grad.numpy(),
-                                   p.grad.numpy(), atol=atol, err_msg=name)
 
 
 BATCH_NORMS = [
@@ -54,7 +45,7 @@ def test_batch_norm_layers_follow_torch_through_training_and_eval(name, shape, k
             module.train(step < 2)  # two training steps, then eval
         x = rand(*shape, seed=step)
         ox, tx = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
-        _grads_match(ours, theirs, ox, tx, ours(ox), theirs(tx))
+        outputs_and_gradients_match(ours, theirs, ox, tx, ours(ox), theirs(tx))
         for key, value in theirs.state_dict().items():
             mine = ours.state_dict()[key]
             assert str(mine.dtype) == str(value.dtype).replace("torch.", ""), key
@@ -96,7 +87,7 @@ def test_group_norm_matches_torch(groups, shape, affine):
         ours.load_state_dict({k: tg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
     x = rand(*shape)
     ox, tx = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
-    _grads_match(ours, theirs, ox, tx, ours(ox), theirs(tx))
+    outputs_and_gradients_match(ours, theirs, ox, tx, ours(ox), theirs(tx))
 
 
 def test_functional_norms_second_order():
