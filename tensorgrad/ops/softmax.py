@@ -29,25 +29,23 @@ def _log_softmax_vjp(ctx, g):
     return g - y.exp() * g.sum(dim, keepdim=True)
 
 
+def _over_rows(prim, x, dim, dtype):
+    if dtype is not None:
+        x = x.to(dtype)
+    require_float(x, prim.name)
+    dim = normalize_dim(dim, x.ndim, prim.name)
+    if x.ndim == 0:  # dim 0 or -1 of a 0-d tensor, as PyTorch allows: a row of one element
+        return prim(x.reshape(1), dim=0).reshape(())
+    return prim(x, dim=dim)
+
+
 @tensor_method
 def softmax(x, dim=-1, dtype=None):
     """exp(x) / sum(exp(x)) along dim, shifted by the max so large logits do not overflow."""
-    if dtype is not None:
-        x = x.to(dtype)
-    require_float(x, "softmax")
-    dim = normalize_dim(dim, x.ndim, "softmax")
-    if x.ndim == 0:  # dim 0 or -1 of a 0-d tensor, as PyTorch allows: a row of one element
-        return _softmax(x.reshape(1), dim=0).reshape(())
-    return _softmax(x, dim=dim)
+    return _over_rows(_softmax, x, dim, dtype)
 
 
 @tensor_method
 def log_softmax(x, dim=-1, dtype=None):
-    if dtype is not None:
-        x = x.to(dtype)
-    require_float(x, "log_softmax")
-    dim = normalize_dim(dim, x.ndim, "log_softmax")
-    if x.ndim == 0:  # dim 0 or -1 of a 0-d tensor, as PyTorch allows: a row of one element
-        return _log_softmax(x.reshape(1), dim=0).reshape(())
-    return _log_softmax(x, dim=dim)
-
+    """log(softmax(x)) along dim, computed as x - max - log(sum(exp(x - max)))."""
+    return _over_rows(_log_softmax, x, dim, dtype)
