@@ -47,6 +47,11 @@ def as_operand(value, like):
     return tensor(value, device=like.device)
 
 
+def constant_like(array, like):
+    """An array as a tensor outside the graph, on `like`'s backend (indices, masks, fills)."""
+    return Tensor._constant(array, like._backend)
+
+
 def result_dtype(da, db):
     """PyTorch's promotion of two dtypes: floats beat integers and bools, wider beats narrower."""
     if da == db:

@@ -9,15 +9,11 @@ from ..tensor import Tensor, tensor_method
 from .select import where
 
 
-def _constant(array, backend):
-    return Tensor._constant(array, backend)
-
-
 def _zero_gradient(sample, *params):
     """`sample`, attached to the tensor params that require grad with a zero gradient."""
     for p in params:
         if isinstance(p, Tensor) and p.requires_grad:
-            never = _constant(p._backend.zeros(sample.shape, dtype=bool), p._backend)
+            never = Tensor._constant(p._backend.zeros(sample.shape, dtype=bool), p._backend)
             sample = where(never, p.to(sample.dtype), sample)
     return sample
 
@@ -59,7 +55,7 @@ def multinomial(input, num_samples, replacement=False):
         times = xp.where(some, -xp.log1p(-u) / xp.where(some, weights, 1.0), xp.inf)
         picks = xp.argsort(times, axis=1, kind="stable")[:, :num_samples]
     picks = picks.astype("int64")
-    return _constant(picks.reshape(num_samples) if input.ndim == 1 else picks, xp)
+    return Tensor._constant(picks.reshape(num_samples) if input.ndim == 1 else picks, xp)
 
 
 def _check_probabilities(p, op):
@@ -81,7 +77,7 @@ def bernoulli(input, p=None):
         prob = input.data
     draw = xp.random_uniform(input.shape, _backends.float64) < prob
     dtype = input.dtype if input.dtype.kind in "fc" else _backends.float32
-    return _zero_gradient(_constant(draw.astype(dtype), xp), input if p is None else None)
+    return _zero_gradient(Tensor._constant(draw.astype(dtype), xp), input if p is None else None)
 
 
 def normal(mean, std=1.0, size=None, dtype=None, device=None):
@@ -104,7 +100,7 @@ def normal(mean, std=1.0, size=None, dtype=None, device=None):
     if bool((backend.asarray(s) < 0).any()):
         raise RuntimeError("normal: std must be non-negative")
     sample = backend.random_normal(shape, dtype) * s + m
-    return _zero_gradient(_constant(sample.astype(dtype, copy=False), backend), *tensors)
+    return _zero_gradient(Tensor._constant(sample.astype(dtype, copy=False), backend), *tensors)
 
 
 # --- in-place fills ------------------------------------------------------------------------------

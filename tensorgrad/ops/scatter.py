@@ -9,12 +9,8 @@ from ..autograd import primitive
 from ..tensor import Tensor, tensor_method
 from .index import _along, _check_along, _fit, _gather, _scatter_add, getitem, scatter_add
 from .select import where
-from .operands import normalize_dim
+from .operands import constant_like, normalize_dim
 from .unary import inplace_form
-
-
-def _constant(array, like):
-    return Tensor._constant(array, like._backend)
 
 
 def _touched(x, dim, index):
@@ -22,7 +18,7 @@ def _touched(x, dim, index):
     xp = x._backend
     counts = xp.zeros(x.shape, dtype="int64")
     xp.scatter_add(counts, _along(xp, index, dim), xp.ones(index.shape, dtype="int64"))
-    return _constant(counts > 0, x), _constant(counts, x)
+    return constant_like(counts > 0, x), constant_like(counts, x)
 
 
 @primitive("scatter")
@@ -35,7 +31,7 @@ def _scatter(xp, x, src, dim, index):
 @_scatter.defvjp
 def _scatter_vjp(ctx, g):
     dim, index = ctx.attrs["dim"], ctx.attrs["index"]
-    cleared = _constant(g._backend.zeros(index.shape, dtype=g.dtype), g)
+    cleared = constant_like(g._backend.zeros(index.shape, dtype=g.dtype), g)
     return (_scatter(g, cleared, dim=dim, index=index) if ctx.needs_grad[0] else None,
             _gather(g, dim=dim, index=index) if ctx.needs_grad[1] else None)
 
@@ -121,7 +117,7 @@ def scatter_reduce(x, dim, index, src, reduce, include_self=True):
             info = xp.finfo(x.dtype) if x.dtype.kind == "f" else xp.iinfo(x.dtype)
             result[touched.data] = info.max if reduce == "amin" else info.min
         (xp.minimum if reduce == "amin" else xp.maximum).at(result, _along(xp, idx, dim), src.data)
-        result = _constant(result, x)
+        result = constant_like(result, x)
         src_hit = src == _gather(result, dim=dim, index=idx)
         self_hit = (x == result) if include_self else ~touched  # where x's own value takes part
         hits = _scatter_add(src_hit.to(x.dtype), dim=dim, index=idx, shape=x.shape) + \
@@ -189,7 +185,7 @@ def index_fill(x, dim, index, value):
     dim, spread = _index_along(x, dim, index, None, "index_fill")
     mask = x._backend.zeros(x.shape, dtype=bool)
     mask[(slice(None),) * dim + (spread.reshape(-1),)] = True
-    return where(_constant(mask, x), value, x)
+    return where(constant_like(mask, x), value, x)
 
 
 @tensor_method
@@ -260,12 +256,12 @@ def nonzero(x, as_tuple=False):
     xp = x._backend
     if x.ndim == 0:
         count = int(bool(x.data))
-        return ((_constant(xp.zeros(count, dtype="int64"), x),) if as_tuple else
-                _constant(xp.zeros((count, 0), dtype="int64"), x))
+        return ((constant_like(xp.zeros(count, dtype="int64"), x),) if as_tuple else
+                constant_like(xp.zeros((count, 0), dtype="int64"), x))
     found = tuple(i.astype("int64") for i in xp.nonzero(x.data))
     if as_tuple:
-        return tuple(_constant(i, x) for i in found)
-    return _constant(xp.stack(found, axis=1), x)
+        return tuple(constant_like(i, x) for i in found)
+    return constant_like(xp.stack(found, axis=1), x)
 
 
 @tensor_method
@@ -284,11 +280,11 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None):
     data = x.data.reshape(-1) if dim is None else x.data
     values, inverse, counts = xp.unique(data, return_inverse=True, return_counts=True, axis=dim)
     inverse = inverse.reshape(x.shape if dim is None else (x.shape[dim],)).astype("int64")
-    out = (_constant(values, x),)
+    out = (constant_like(values, x),)
     if return_inverse:
-        out += (_constant(inverse, x),)
+        out += (constant_like(inverse, x),)
     if return_counts:
-        out += (_constant(counts.astype("int64"), x),)
+        out += (constant_like(counts.astype("int64"), x),)
     return out if len(out) > 1 else out[0]
 
 
@@ -303,7 +299,7 @@ def bincount(x, weights=None, minlength=0):
     xp = x._backend
     w = None if weights is None else weights.data
     out = xp.bincount(x.data, weights=w, minlength=minlength)
-    return _constant(out.astype("int64" if w is None else w.dtype), x)
+    return constant_like(out.astype("int64" if w is None else w.dtype), x)
 
 
 # --- in-place forms (scatter_, index_add_ ...): the meaning every in-place op has (unary.py's
