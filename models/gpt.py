@@ -10,9 +10,7 @@ The blocks are `nn.DecoderBlock`s, whose forward reads x = x + attn(ln_1(x)); x 
 the mapping to Hugging Face's GPT-2 checkpoint names, in that order.
 """
 import dataclasses
-import json
 import math
-import os
 
 import tensorgrad as tg
 import tensorgrad.nn.functional as F
@@ -21,7 +19,7 @@ from tensorgrad.nn.attention import KVCache
 from tensorgrad.nn.masks import padding_mask_from_attention_mask
 from tensorgrad.nn.transformer import DecoderBlock
 
-from . import generation
+from . import generation, hub
 
 
 @dataclasses.dataclass
@@ -216,24 +214,16 @@ class GPT(nn.Module):
     def from_pretrained(cls, path, device=None):
         """Load a Hugging Face GPT-2 checkpoint folder (config.json + model.safetensors) from
         local disk. The model is returned in eval mode."""
-        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
-            hf_config = json.load(f)
+        hf_config, hf_state = hub.read_folder(path, device=device)
         model = cls(config_from_hf(hf_config), device=device)
-        hf_state = nn.load(os.path.join(path, "model.safetensors"), device=device)
         model.load_state_dict(state_dict_from_hf(hf_state, model.config.n_layer))
         return model.eval()
 
     def save_pretrained(self, path):
         """Write config.json + model.safetensors with Hugging Face's names and layout, so that
         `transformers.GPT2LMHeadModel.from_pretrained(path)` loads this model."""
-        from safetensors.numpy import save_file
-
-        os.makedirs(path, exist_ok=True)
-        with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as f:
-            json.dump(config_to_hf(self.config), f, indent=2)
-        hf_state = state_dict_to_hf(self.state_dict(), self.config.n_layer)
-        arrays = {name: t.numpy() for name, t in hf_state.items()}
-        save_file(arrays, os.path.join(path, "model.safetensors"), metadata={"format": "pt"})
+        hub.write_folder(path, config_to_hf(self.config),
+                         state_dict_to_hf(self.state_dict(), self.config.n_layer))
 
 
 # --- checkpoint name mapping --------------------------------------------------------------------
@@ -280,10 +270,9 @@ def state_dict_from_hf(hf_state, n_layer):
 
 
 def state_dict_to_hf(state, n_layer):
-    """Our state dict under Hugging Face's names, Conv1D weights transposed to (in, out) and
-    made contiguous (safetensors writes raw memory)."""
+    """Our state dict under Hugging Face's names, Conv1D weights transposed to (in, out)."""
     ours_to_hf = {ours: hf for hf, ours in hf_names(n_layer).items()}
-    return {ours_to_hf[k]: (t.mT.clone() if ours_to_hf[k].endswith(_TRANSPOSED) else t)
+    return {ours_to_hf[k]: (t.mT if ours_to_hf[k].endswith(_TRANSPOSED) else t)
             for k, t in state.items()}
 
 
