@@ -1,5 +1,5 @@
 """Imports only go down the picture: models -> nn -> tensorgrad; numpy, cupy and numba only in
-backends."""
+backends; mpi4py only in tensorgrad.distributed."""
 import ast
 import pathlib
 
@@ -60,6 +60,19 @@ def test_only_backends_import_array_libraries(folder):
             if name.split(".")[0] in ("numpy", "cupy", "cupyx", "numba"):
                 offenders.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
     assert not offenders, "op code must ask the tensor's backend instead:\n" + "\n".join(offenders)
+
+
+@pytest.mark.parametrize("folder", sorted(LAYERS))
+def test_only_distributed_imports_mpi4py(folder):
+    """MPI is tensorgrad.distributed's business: everything else (DDP, the sampler) asks it."""
+    offenders = []
+    for path, package in _files(folder):
+        if package.startswith("tensorgrad.distributed"):
+            continue
+        for name, line in _imports(path, package):
+            if name.split(".")[0] == "mpi4py":
+                offenders.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    assert not offenders, "use tensorgrad.distributed instead:\n" + "\n".join(offenders)
 
 
 def test_the_checker_sees_a_violation(tmp_path):
