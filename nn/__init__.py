@@ -7,6 +7,7 @@
     nn.save({"model": model.state_dict(), "optim": opt.state_dict()}, "ckpt.safetensors")
 """
 from . import functional, init, optim, utils  # noqa: F401
+from . import parallel  # noqa: F401  (DistributedDataParallel)
 from .checkpoint import CheckpointError, load, save  # noqa: F401
 from .containers import ModuleDict, ModuleList, Sequential  # noqa: F401
 from .activation import (  # noqa: F401
