@@ -13,6 +13,13 @@ into --out (out/gpt):
     python examples/train_gpt.py                        # the default run
     python examples/train_gpt.py --resume               # continue an interrupted run exactly
     python examples/train_gpt.py --data input.txt --device cuda
+    mpiexec -n 2 python examples/train_gpt.py --ddp     # data-parallel over 2 processes
+
+With --ddp, every process started by mpiexec holds a replica (DistributedDataParallel) and
+trains on its share of the same global batch of --batch-size windows, so the run follows the
+single-process one (the same loss curve, to rounding); only rank 0 logs, evaluates, samples
+and writes, and every rank can --resume from what it wrote. Dropout masks are drawn per rank,
+so with --dropout > 0 the curves differ by that.
 """
 import argparse
 import dataclasses
@@ -21,6 +28,7 @@ import sys
 import time
 
 import tensorgrad as tg
+import tensorgrad.distributed as dist  # starts MPI only at dist.init() (--ddp)
 from tensorgrad import nn
 from tensorgrad.models import GPT, CharTokenizer, GPTConfig, load_tokenizer
 from tensorgrad.models.data import python_stdlib_corpus, random_windows
@@ -62,17 +70,22 @@ def parse_args(argv=None):
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--out", default=os.path.join("out", "gpt"))
     p.add_argument("--resume", action="store_true", help="continue from OUT/ckpt.safetensors")
+    p.add_argument("--ddp", action="store_true", help="data-parallel over the processes of "
+                   "mpiexec -n N (tensorgrad.distributed); each takes batch-size / N windows")
     return p.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
+    rank, world = start_processes(args)
+    lead = rank == 0  # the one process that logs, evaluates, samples and writes files
+    log = print if lead else (lambda *_, **__: None)
     os.makedirs(args.out, exist_ok=True)
     ckpt_path = os.path.join(args.out, "ckpt.safetensors")
     tok_path = os.path.join(args.out, "tokenizer.json")
     resuming = args.resume and os.path.exists(ckpt_path)
     if args.resume and not resuming:
-        print(f"--resume: no checkpoint at {ckpt_path}; starting afresh")
+        log(f"--resume: no checkpoint at {ckpt_path}; starting afresh")
     tg.manual_seed(args.seed)
 
     # --- data -------------------------------------------------------------------------------
@@ -84,12 +97,13 @@ def main(argv=None):
         text = python_stdlib_corpus(args.corpus_chars)
         source = "the Python standard library"
     tokenizer = load_tokenizer(tok_path) if resuming else CharTokenizer.from_text(text)
-    tokenizer.save(tok_path)
+    if lead:
+        tokenizer.save(tok_path)
     ids = tg.tensor(tokenizer.encode(text), dtype=tg.int64, device=args.device)
     split = int(len(ids) * (1 - args.val_fraction))
     train_ids, val_ids = ids[:split], ids[split:]
-    print(f"data: {len(text):,} characters of {source}, vocabulary of {tokenizer.vocab_size}; "
-          f"{len(train_ids):,} for training, {len(val_ids):,} for validation")
+    log(f"data: {len(text):,} characters of {source}, vocabulary of {tokenizer.vocab_size}; "
+        f"{len(train_ids):,} for training, {len(val_ids):,} for validation")
 
     # --- model, optimizer, schedule -------------------------------------------------------------
     saved = nn.load(ckpt_path, device=args.device) if resuming else None
@@ -100,7 +114,7 @@ def main(argv=None):
                                 n_layer=args.n_layer, n_head=args.n_head, n_embd=args.n_embd,
                                 d_ff=4 * args.n_embd, dropout=args.dropout)
     model = GPT(config, device=args.device)
-    print(model.summary())
+    log(model.summary())
     # Weight decay on the matrices (embeddings included), not on biases and LayerNorm gains,
     # as GPT-2 and nanoGPT do.
     decay = [p for p in model.parameters() if p.ndim >= 2]
@@ -117,7 +131,10 @@ def main(argv=None):
         optimizer.load_state_dict(saved["optim"])
         schedule.load_state_dict(saved["schedule"])
         start, history = saved["step"], saved["history"]
-        print(f"resumed from {ckpt_path} at step {start}")
+        log(f"resumed from {ckpt_path} at step {start}")
+    # With --ddp, the replica that trains: it starts from rank 0's weights and averages the
+    # gradients over the ranks in backward. Evaluation and sampling use the model itself.
+    replica = nn.parallel.DistributedDataParallel(model) if args.ddp else model
 
     @tg.no_grad()
     def val_loss():
@@ -130,7 +147,7 @@ def main(argv=None):
 
     # --- training loop --------------------------------------------------------------------------
     tokens_per_step = args.batch_size * config.block_size
-    progress = Progress(start, args.steps)
+    progress = Progress(start, args.steps, quiet=not lead)
     began = time.perf_counter()
     model.train()
     for step in range(start, args.steps):
@@ -139,23 +156,27 @@ def main(argv=None):
         tg.manual_seed(args.seed + step)
         tick = time.perf_counter()
         x, y = random_windows(train_ids, args.batch_size, config.block_size)
-        _, loss = model(x, targets=y)
+        if world > 1:
+            x, y = shard(x, rank, world), shard(y, rank, world)
+        _, loss = replica(x, targets=y)
         optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
         optimizer.step()
         schedule.step()
-        history["train"].append(loss.item())
+        history["train"].append(global_mean(loss) if args.ddp else loss.item())
         done = step + 1
-        if done % args.eval_every == 0 or done == args.steps:
+        if lead and (done % args.eval_every == 0 or done == args.steps):
             history["val"].append([done, val_loss()])
         progress.update(done, loss=history["train"][-1],
                         val=history["val"][-1][1] if history["val"] else None,
                         tokens_per_s=tokens_per_step / (time.perf_counter() - tick))
-        if done % args.ckpt_every == 0 or done == args.steps:
+        if lead and (done % args.ckpt_every == 0 or done == args.steps):
             save_checkpoint(ckpt_path, model, optimizer, schedule, done, history)
     progress.close()
     elapsed = time.perf_counter() - began
+    if not lead:
+        return model, history
 
     # --- results ----------------------------------------------------------------------------------
     if history["val"]:
@@ -173,6 +194,32 @@ def main(argv=None):
     for i, sample in enumerate(samples):
         print(f"--- sample {i + 1} " + "-" * 60 + f"\n{sample}")
     return model, history
+
+
+def start_processes(args):
+    """(rank, world size): with --ddp, this process's place among mpiexec's; else (0, 1)."""
+    if not args.ddp:
+        return 0, 1
+    dist.init()
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if args.batch_size % world:
+        raise SystemExit(f"--ddp: --batch-size {args.batch_size} does not split evenly over "
+                         f"{world} processes")
+    return rank, world
+
+
+def shard(batch, rank, world):
+    """This rank's rows of the global batch: equal shares, so that the mean of the ranks'
+    mean losses (what DDP's averaged gradient differentiates) is the global batch's mean."""
+    rows = batch.shape[0] // world
+    return batch[rank * rows:(rank + 1) * rows]
+
+
+def global_mean(loss):
+    """The loss over the whole global batch: the mean of every rank's."""
+    total = loss.detach().clone()
+    dist.all_reduce(total, op=dist.ReduceOp.AVG)
+    return total.item()
 
 
 def load_checkpoint(out, device="cpu"):
@@ -194,11 +241,12 @@ def save_checkpoint(path, model, optimizer, schedule, step, history):
 class Progress:
     """A tqdm bar when tqdm is installed; otherwise a plain line every 5% of the run."""
 
-    def __init__(self, start, total):
-        self.total, self.every = total, max(1, total // 20)
+    def __init__(self, start, total, quiet=False):
+        self.total, self.every, self.quiet = total, max(1, total // 20), quiet
         try:
             from tqdm import tqdm
-            self.bar = tqdm(total=total, initial=start, unit="step", dynamic_ncols=True)
+            self.bar = None if quiet else tqdm(total=total, initial=start, unit="step",
+                                               dynamic_ncols=True)
         except ImportError:
             self.bar = None
 
@@ -208,7 +256,7 @@ class Progress:
         if self.bar is not None:
             self.bar.update(step - self.bar.n)
             self.bar.set_postfix(stats, refresh=False)
-        elif step % self.every == 0 or step == self.total:
+        elif not self.quiet and (step % self.every == 0 or step == self.total):
             print(f"step {step}/{self.total} | " + " | ".join(f"{k} {v}" for k, v in stats.items()),
                   flush=True)
 
