@@ -8,6 +8,8 @@ bumps the tensor's version, so a graph that saved it refuses to backward (as any
 import enum
 
 from ..autograd import no_grad
+from ..creation import empty
+from ..tensor import Tensor
 from .group import check_group, nccl_group
 
 
@@ -48,8 +50,6 @@ class Work:
 
 
 def _check(tensor, what, name="tensor"):
-    from ..tensor import Tensor  # tensor.py is imported after this package's names are bound
-
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{what}: {name} must be a tensorgrad.Tensor, got "
                         f"{type(tensor).__name__}")
@@ -58,15 +58,18 @@ def _check(tensor, what, name="tensor"):
 def _comm(tensor, what, group):
     """The communicator for a tensor's device: MPI on the CPU, NCCL on a GPU."""
     mpi = check_group(group, what)
-    if tensor.device.type == "cpu":
+    if tensor._backend.device == "cpu":
         return mpi
     return nccl_group(tensor.device.index)
 
 
 def _buffer(tensor):
-    """The array a collective reads and writes: the tensor's own when row-major, else a copy."""
-    data = tensor.data
-    return data if data.flags.c_contiguous else tensor._backend.xp.ascontiguousarray(data)
+    """The array a collective reads and writes: the tensor's own when row-major, else a copy
+    (on the tensor's device)."""
+    if tensor.data.flags.c_contiguous:
+        return tensor.data
+    with no_grad():
+        return tensor.contiguous().data
 
 
 def _claim(tensor, what):
@@ -165,7 +168,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
                              f"{tensor.device} like the input")
     for t in tensor_list:
         _claim(t, "all_gather")
-    out = tensor._backend.xp.empty((comm.size,) + tuple(tensor.shape), dtype=tensor.dtype)
+    out = empty((comm.size,) + tuple(tensor.shape), dtype=tensor.dtype, device=tensor.device).data
     send = _buffer(tensor)
 
     def finish():

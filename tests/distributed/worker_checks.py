@@ -177,13 +177,14 @@ def ddp_broadcasts_buffers_at_each_forward(rank, n, device):
                                                                   dtype=tg.float64)
     ddp = DistributedDataParallel(net)
     g = tg.Generator().manual_seed(rank)  # each rank its own data: running stats diverge
-    ddp(tg.randn(8, 4, generator=g, dtype=tg.float64).to(device)).sum().backward()
-    ddp(tg.randn(8, 4, generator=g, dtype=tg.float64).to(device))  # starts with rank 0's
-    stats = net[1].running_mean.detach().clone()
-    dist.broadcast(stats, 0)
-    # after the second forward each rank updated rank 0's statistics with its own batch
-    if rank == 0:
-        close(net[1].running_mean, stats)
+    first, second = (tg.randn(8, 4, generator=g, dtype=tg.float64).to(device) for _ in "12")
+    ddp(first).sum().backward()
+    leader = net[1].running_mean.detach().clone()
+    dist.broadcast(leader, 0)  # rank 0's statistics after the first forward
+    ddp(second)  # starts from rank 0's statistics, then updates them with this rank's batch
+    with tg.no_grad():
+        expected = 0.9 * leader + 0.1 * net[0](second).mean(0)  # momentum 0.1
+    close(net[1].running_mean, expected)
 
 
 class TwoHeads(nn.Module):
