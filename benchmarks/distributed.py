@@ -4,6 +4,7 @@ all_reduce's bandwidth against mpi4py's own call on the same buffers.
     .venv/bin/python benchmarks/distributed.py             # GPT-mini step, 1-100 MB, 3 rounds
     .venv/bin/python benchmarks/distributed.py --quick     # fewer sizes and repetitions
     .venv/bin/python benchmarks/distributed.py --tiny      # checks the harness (the test suite)
+    .venv/bin/python benchmarks/distributed.py --only allreduce --rounds 5
 
 Steps/s: a GPT-mini training step (forward, backward, clip, AdamW) on a global batch of
 --batch-size windows: one plain process with the whole batch, then two processes under
@@ -51,6 +52,7 @@ def parse_args(argv=None):
     size.add_argument("--tiny", action="store_true")
     p.add_argument("--rounds", type=int, default=None, help="default 3 (1 with --quick/--tiny)")
     p.add_argument("--batch-size", type=int, default=16, help="global batch of the step")
+    p.add_argument("--only", choices=["steps", "allreduce"], help="one of the two parts")
     p.add_argument("--json", help="save every figure here")
     p.add_argument("--timeout", type=int, default=900, help="seconds per launch")
     p.add_argument("--worker", choices=["step", "allreduce"], help=argparse.SUPPRESS)
@@ -107,11 +109,11 @@ def allreduce_worker(args):
         tensor, array = tg.zeros(n), np.zeros(n, dtype=np.float32)  # 0 + 0 stays finite
         calls = {"tensorgrad": lambda t=tensor: dist.all_reduce(t),
                  "mpi4py": lambda a=array: comm.Allreduce(MPI.IN_PLACE, a, op=MPI.SUM)}
-        # The two take turns call by call, each right after a barrier (not timed), so that a
-        # slow spell of the machine falls on both.
+        # The two take turns call by call (in alternating order: ABBA...), each right after a
+        # barrier (not timed), so that a slow spell of the machine falls on both.
         times = {name: [] for name in calls}
         for rep in range(budget.warmup + budget.max_reps):
-            for name, call in calls.items():
+            for name, call in list(calls.items())[::1 if rep % 2 else -1]:
                 comm.Barrier()
                 began = time.perf_counter()
                 call()
@@ -151,15 +153,24 @@ def main(argv=None):
     print(f"benchmarks/distributed.py: {mode}, {rounds} round(s), global batch "
           f"{args.batch_size}, one thread per process, {os.cpu_count()} CPUs", file=sys.stderr)
 
+    results = {"mode": mode, "rounds": rounds, "batch_size": args.batch_size}
+    if args.only != "allreduce":
+        results.update(steps_part(args, mode, rounds))
+    if args.only != "steps":
+        results.update(allreduce_part(args, mode, rounds))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return results
+
+
+def steps_part(args, mode, rounds):
     steps = {1: [], 2: []}
     for r in range(rounds):
         for processes in (1, 2):
             print(f"  round {r + 1}: step on {processes} process(es)", file=sys.stderr)
             steps[processes].append(launch(args, "step", processes, mode)["seconds"])
     speedups = [one["median"] / two["median"] for one, two in zip(steps[1], steps[2])]
-    print("  all_reduce bandwidth on 2 processes", file=sys.stderr)
-    bandwidth = [launch(args, "allreduce", 2, mode)["allreduce"] for _ in range(rounds)]
-
     print(f"\nGPT-mini training step, global batch {args.batch_size}, one thread per process "
           f"({rounds} round(s), median [min-max] of the rounds' medians)\n")
     print("| processes | steps/s | ms/step |")
@@ -171,6 +182,12 @@ def main(argv=None):
     ordered = sorted(speedups)
     print(f"\nspeed-up, 2 processes over 1 (paired by round): {statistics.median(ordered):.2f}x "
           f"[{ordered[0]:.2f}-{ordered[-1]:.2f}]\n")
+    return {"steps": steps, "speedup": speedups}
+
+
+def allreduce_part(args, mode, rounds):
+    print("  all_reduce bandwidth on 2 processes", file=sys.stderr)
+    bandwidth = [launch(args, "allreduce", 2, mode)["allreduce"] for _ in range(rounds)]
     print("| MB | tensorgrad all_reduce GB/s | mpi4py Allreduce GB/s | time ratio (tg / mpi4py) |")
     print("|---|---|---|---|")
     table = []
@@ -184,12 +201,7 @@ def main(argv=None):
         cells = [f"{statistics.median(v):.2f} [{v[0]:.2f}-{v[-1]:.2f}]" for v in rates.values()]
         print(f"| {mb} | {cells[0]} | {cells[1]} | {statistics.median(ratios):.2f} "
               f"[{ratios[0]:.2f}-{ratios[-1]:.2f}] |")
-    results = {"mode": mode, "rounds": rounds, "batch_size": args.batch_size, "steps": steps,
-               "speedup": speedups, "allreduce": table, "allreduce_runs": bandwidth}
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-    return results
+    return {"allreduce": table, "allreduce_runs": bandwidth}
 
 
 if __name__ == "__main__":

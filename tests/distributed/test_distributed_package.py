@@ -32,11 +32,17 @@ def test_a_process_started_alone_is_a_job_of_one():
                   "parts = [tg.zeros(3)]\n"
                   "dist.all_gather(parts, x)\n"
                   "dist.barrier()\n"
+                  "net = tg.nn.Linear(3, 2)\n"
+                  "(tg.nn.parallel.DistributedDataParallel(net)(x) ** 2).sum().backward()\n"
+                  "alone = net.weight.grad.clone()\n"
+                  "net.zero_grad()\n"
+                  "(net(x) ** 2).sum().backward()\n"
                   "print(dist.get_rank(), dist.get_world_size(), dist.get_local_rank(),\n"
-                  "      x.tolist() == parts[0].tolist() == [0.0, 1.0, 2.0])\n"
+                  "      x.tolist() == parts[0].tolist() == [0.0, 1.0, 2.0],\n"
+                  "      alone.tolist() == net.weight.grad.tolist())\n"
                   "dist.destroy_process_group()\n"
                   "print(dist.is_initialized())")
-    assert out == ["0", "1", "0", "True", "False"]
+    assert out == ["0", "1", "0", "True", "True", "False"]
 
 
 def test_errors_before_init_and_on_bad_arguments():
