@@ -117,13 +117,16 @@ class DistributedDataParallel(Module):
                                f"{high.tolist()}")
 
     def forward(self, *inputs, **kwargs):
-        self._check_previous_reduction()
         if self.broadcast_buffers and dist.get_world_size() > 1:
             _broadcast_coalesced(list(self.module.buffers()), self.bucket_bytes_cap)
-        self._armed = tg.is_grad_enabled() and self.require_backward_grad_sync
-        self._unreduced = len(self._buckets)
-        for bucket in self._buckets:
-            bucket.ready = 0
+        # A forward under no_grad (evaluation between a forward and its backward) records no
+        # graph: it leaves the pending reduction as it is, as torch does.
+        if tg.is_grad_enabled():
+            self._check_previous_reduction()
+            self._armed = self.require_backward_grad_sync
+            self._unreduced = len(self._buckets)
+            for bucket in self._buckets:
+                bucket.ready = 0
         return self.module(*inputs, **kwargs)
 
     def _check_previous_reduction(self):

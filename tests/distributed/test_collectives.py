@@ -11,7 +11,9 @@ CHECKS = [
     "all_reduce_ops", "all_reduce_in_place_of_a_view", "async_work", "broadcast_from_each_rank",
     "all_gather_both_forms", "barrier_and_ranks",
     "ddp_gradients_equal_one_process_on_the_global_batch",
-    "ddp_no_sync_accumulates_then_averages_everything", "ddp_training_keeps_replicas_identical",
+    "ddp_no_sync_accumulates_then_averages_everything",
+    "ddp_a_no_grad_forward_in_between_leaves_the_reduction_pending",
+    "ddp_training_keeps_replicas_identical",
     "ddp_broadcasts_buffers_at_each_forward",
     "ddp_unused_parameter_is_an_error_at_the_next_forward",
 ]

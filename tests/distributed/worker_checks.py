@@ -154,6 +154,20 @@ def ddp_no_sync_accumulates_then_averages_everything(rank, n, device):
 
 
 @check
+def ddp_a_no_grad_forward_in_between_leaves_the_reduction_pending(rank, n, device):
+    single, replica = mlp(0, device), mlp(0, device)
+    ddp = DistributedDataParallel(replica)
+    x, y = global_batch(device)
+    loss_of(single, x, y).backward()
+    loss = loss_of(ddp, shard(x, rank, n), shard(y, rank, n))
+    with tg.no_grad():
+        ddp(x)  # evaluation before the backward
+    loss.backward()
+    for a, b in zip(single.parameters(), replica.parameters()):
+        close(b.grad, a.grad)
+
+
+@check
 def ddp_training_keeps_replicas_identical(rank, n, device):
     replica = mlp(rank, device)
     ddp = DistributedDataParallel(replica)
