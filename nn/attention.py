@@ -163,6 +163,9 @@ class Attention(Module):
         arguments as forward's, without a cache. For looking at: it builds the full matrix."""
         q, k, _, mask, causal = self._prepare(query, key, value, attn_mask, key_padding_mask,
                                               is_causal, None, positions)
+        if self.pattern is not None and key is None:  # the weights the pattern gives
+            return self.pattern.weights(q, k, mask, causal,
+                                        enable_gqa=self.n_kv_heads != self.num_heads)
         return F.attention_weights(q, k, attn_mask=mask, is_causal=causal,
                                    enable_gqa=self.n_kv_heads != self.num_heads)
 

@@ -21,13 +21,13 @@ keeps only the window (and global tokens), `LinearAttention.make_cache()` its O(
 import random
 
 import tensorgrad as tg
-from tensorgrad.ops.linear_attention import linear_attention
+from tensorgrad.ops.linear_attention import feature_map_fn, linear_attention
 from tensorgrad.ops.sparse_attention import block_sparse_attention, merge_attention
 
 from . import functional as F
 from .attention_caches import KVCache, LinearAttentionState, RollingKVCache
-from .masks import to_bool
-from .positional import alibi_slopes
+from .masks import merge_masks, to_bool
+from .positional import alibi_bias, alibi_slopes
 
 
 class AttentionPattern:
@@ -85,6 +85,16 @@ class AttentionPattern:
             mask = tg.where(mask, 0.0, float("-inf")).to(q.dtype) - slopes.reshape(-1, 1, 1) \
                 * distance
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **options)
+
+    def weights(self, q, k, attn_mask=None, is_causal=False, enable_gqa=False):
+        """The (B, H, T, T) attention probabilities of the pattern, for looking at (it builds
+        the whole matrix). attn_mask: a further bool or additive mask (key padding)."""
+        T = q.shape[-2]
+        mask = merge_masks(attn_mask, self.mask(T, is_causal, device=q.device), dtype=q.dtype)
+        if self.alibi:
+            slopes = alibi_slopes(q.shape[-3], device=q.device, dtype=q.dtype)
+            mask = merge_masks(mask, alibi_bias(slopes, T), dtype=q.dtype)
+        return F.attention_weights(q, k, attn_mask=mask, enable_gqa=enable_gqa)
 
     def _allows(self, qpos, kpos, length, causal):
         allowed = self.allows(qpos, kpos, length, causal)
@@ -358,6 +368,18 @@ class LinearAttention(AttentionPattern):
 
     def make_cache(self):
         return LinearAttentionState()
+
+    def weights(self, q, k, attn_mask=None, is_causal=False, enable_gqa=False):
+        """The (B, H, T, T) weights phi(q_i) . phi(k_j) / sum_j, for looking at."""
+        phi = feature_map_fn(self.feature_map)
+        if enable_gqa:
+            k = k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3)
+        scores = phi(q) @ phi(k).mT  # (B, H, T, E) @ (B, H, E, T) -> (B, H, T, T)
+        keep = self.mask(q.shape[-2], is_causal, device=q.device)
+        if attn_mask is not None:
+            keep = keep & (attn_mask if attn_mask.dtype.kind == "b" else to_bool(attn_mask))
+        scores = scores * keep.to(scores.dtype)
+        return scores / (scores.sum(-1, keepdim=True) + self.eps)
 
     def __call__(self, q, k, v, key_padding_mask=None, is_causal=False, cache=None,
                  dropout_p=0.0, scale=None, enable_gqa=False):

@@ -96,6 +96,26 @@ def test_attention_module_with_rotary_and_gqa(device, name):
     assert max(np.abs(a.numpy() - b.numpy()).max() for a, b in zip(grads, refs)) < 1e-6
 
 
+@pytest.mark.parametrize("name", ["window+global", "bigbird", "strided", "linear"])
+def test_weights_are_the_ones_forward_uses(name):
+    pattern = PATTERNS.get(name) or LinearAttention(chunk_size=4)
+    q, k, v = _qkv("cpu", 19, hq=4)
+    padding = tg.arange(19) >= tg.tensor([[15], [19]])
+    mask = ~padding.unsqueeze(1).unsqueeze(1)
+    weights = pattern.weights(q, k, mask, is_causal=True, enable_gqa=True)  # (B, H, T, T)
+    out = pattern(q, k, v, key_padding_mask=padding, is_causal=True, enable_gqa=True)
+    np.testing.assert_allclose((weights @ v.repeat_interleave(2, dim=1)).detach().numpy(),
+                               out.detach().numpy(), atol=1e-10)
+    if name != "linear":
+        allowed = pattern.mask(19, True).numpy() & mask.numpy()
+        assert not (weights.detach().numpy() * ~allowed).any()
+    attn = Attention(8, 4, pattern=pattern)
+    x = tg.randn(2, 19, 8)
+    with tg.no_grad():
+        rows = attn.attention_weights(x, is_causal=True).sum(-1)
+    np.testing.assert_allclose(rows.numpy(), 1.0, atol=1e-5)
+
+
 def test_attention_module_refuses_a_dense_mask_with_a_pattern():
     attn = Attention(8, 2, pattern=SlidingWindow(2))
     with pytest.raises(ValueError, match="pattern.*attn_mask"):
