@@ -35,9 +35,9 @@ class AttentionPattern:
 
     A subclass gives `allows(qpos, kpos, length, causal)` (bool, broadcast over integer
     positions: may query qpos see key kpos in a sequence of `length`? The causal triangle is
-    applied on top) and `parts(length, causal)`: lists of
-    (query_index or None, key_index, allowed) for `block_sparse_attention` whose key sets are
-    disjoint and together cover exactly what `allows` allows.
+    applied on top) and `parts(length, causal, device)`: a list of (query_index or None,
+    key_index, allowed) for `block_sparse_attention` whose key sets are disjoint and together
+    cover exactly what `allows` allows (the tests compare the two).
     """
     alibi = False  # add ALiBi's -slope_h * |i - j| to the scores (slopes from the head count)
 
