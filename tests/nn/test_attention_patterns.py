@@ -196,3 +196,14 @@ def test_peak_memory_stays_far_below_the_dense_matrix(pattern):
         tracemalloc.stop()
     assert peak < budget < dense_matrix, f"peak {peak / 2**20:.1f} MiB"
     assert q.grad.shape == q.shape and k.grad is not None and v.grad is not None
+
+
+def test_dropout_drops_probabilities_without_bias():
+    """Dropout on the merged probabilities: outputs change, and their mean over many draws is
+    the output without dropout (each kept probability is scaled by 1 / (1 - p))."""
+    pattern = SlidingWindow(2, global_tokens=1, block_size=4)
+    q, k, v = (tg.randn(1, 1, 9, 3, dtype=tg.float64) for _ in range(3))
+    plain = pattern(q, k, v).numpy()
+    draws = np.stack([pattern(q, k, v, dropout_p=0.3).numpy() for _ in range(400)])
+    assert np.abs(draws[0] - plain).max() > 1e-3
+    np.testing.assert_allclose(draws.mean(0), plain, atol=0.15)
