@@ -16,6 +16,7 @@ import tensorgrad as tg
 import tensorgrad.nn.functional as F
 from tensorgrad import nn
 from tensorgrad.nn.attention import KVCache
+from tensorgrad.nn.attention_patterns import AttentionPattern, make_pattern
 from tensorgrad.nn.masks import padding_mask_from_attention_mask
 from tensorgrad.nn.transformer import DecoderBlock
 
@@ -34,6 +35,10 @@ class GPTConfig:
     d_ff: int | None = None
     dropout: float = 0.1  # on the embeddings and each residual branch (GPT-2's embd/resid_pdrop)
     attn_dropout: float = 0.1  # on the attention probabilities
+    # Which keys a query sees: "dense" (GPT-2), a pattern's name ("sliding_window", "bigbird",
+    # "strided", "linear": nn.attention_patterns.PATTERNS, with their defaults) or a pattern
+    # object. One field whatever the pattern, so that every model's config selects it alike.
+    attention: str | AttentionPattern = "dense"
     layer_norm_eps: float = 1e-5
 
     def __post_init__(self):
@@ -107,6 +112,9 @@ class GPT(nn.Module):
                          norm_eps=config.layer_norm_eps, **options)
             for _ in range(config.n_layer)])
         self.ln_f = nn.LayerNorm(config.n_embd, eps=config.layer_norm_eps, **options)
+        self.pattern = make_pattern(config.attention)  # None for dense attention
+        for block in self.blocks:  # one pattern object: its block layouts are computed once
+            block.self_attn.pattern = self.pattern
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -128,7 +136,10 @@ class GPT(nn.Module):
         return self.config.block_size
 
     def make_cache(self):
-        """A fresh key/value cache for incremental decoding: one KVCache per block."""
+        """A fresh key/value cache for incremental decoding: one per block (a KVCache, or the
+        attention pattern's own: a rolling window, linear attention's state)."""
+        if self.pattern is not None:
+            return [self.pattern.make_cache() for _ in self.blocks]
         return [KVCache() for _ in self.blocks]
 
     def forward(self, input_ids, targets=None, attention_mask=None, position_ids=None,
@@ -299,6 +310,10 @@ def config_from_hf(hf):
 
 def config_to_hf(config):
     """GPTConfig as a Hugging Face GPT2Config dict."""
+    if config.attention != "dense":
+        raise ValueError(f"GPT.save_pretrained: Hugging Face's GPT-2 has only dense attention; "
+                         f"this model uses {config.attention!r}, which a GPT-2 checkpoint would "
+                         "silently drop")
     return {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
             "vocab_size": config.vocab_size, "n_positions": config.block_size,
             "n_layer": config.n_layer, "n_head": config.n_head, "n_embd": config.n_embd,

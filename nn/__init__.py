@@ -32,6 +32,9 @@ from .pooling import (  # noqa: F401
 )
 from . import masks, positional  # noqa: F401
 from .attention import Attention, KVCache, MultiheadAttention  # noqa: F401
+from .attention_patterns import (  # noqa: F401
+    BigBird, LinearAttention, SlidingWindow, Strided, make_pattern,
+)
 from .feedforward import FeedForward  # noqa: F401
 from .positional import (  # noqa: F401
     LearnedPositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding,

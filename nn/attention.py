@@ -93,11 +93,13 @@ class Attention(Module):
     - `out_proj` (embed_dim -> embed_dim): torch's out_proj, LLaMA's o_proj, GPT-2's c_proj.
     bias: whether the projections have biases (LLaMA: no). dropout: on the attention
     probabilities, in training mode. rotary: a `RotaryEmbedding` applied to queries and keys
-    (it may be shared by every layer). Projections start with Linear's default initialisation.
+    (it may be shared by every layer). pattern: an `attention_patterns` pattern (sliding window,
+    BigBird, strided, linear) restricting self-attention; cross-attention stays dense.
+    Projections start with Linear's default initialisation.
     """
 
     def __init__(self, embed_dim, num_heads, n_kv_heads=None, dropout=0.0, bias=True, fused=True,
-                 kdim=None, vdim=None, rotary=None, device=None, dtype=None):
+                 kdim=None, vdim=None, rotary=None, device=None, dtype=None, pattern=None):
         super().__init__()
         n_kv_heads = num_heads if n_kv_heads is None else n_kv_heads
         if embed_dim % num_heads or num_heads % n_kv_heads:
@@ -121,6 +123,7 @@ class Attention(Module):
             self.v_proj = Linear(vdim, kv_dim, **options)
         self.out_proj = Linear(embed_dim, embed_dim, **options)
         self.rotary = rotary
+        self.pattern = pattern
 
     def forward(self, query, key=None, value=None, attn_mask=None, key_padding_mask=None,
                 is_causal=False, cache=None, positions=None):
@@ -134,9 +137,15 @@ class Attention(Module):
             cached keys too.
         is_causal: query i attends to keys up to its own position (positions continue after
             the cache).
-        cache: a `KVCache` to read and extend (incremental decoding).
+        cache: a `KVCache` to read and extend (incremental decoding); with a pattern, the
+            pattern's `make_cache()`.
         positions: rotary positions (int offset or Tensor); defaults to len(cache) onwards.
         """
+        if self.pattern is not None and key is None:  # sparse or linear self-attention
+            out = self._attend_pattern(query, attn_mask, key_padding_mask, is_causal, cache,
+                                       positions)  # (B, H, Tq, D)
+            B, T, C = query.shape
+            return self.out_proj(out.transpose(1, 2).reshape(B, T, C))  # (B, T, H, D) -> C
         q, k, v, mask, causal = self._prepare(query, key, value, attn_mask, key_padding_mask,
                                               is_causal, cache, positions)
         out = F.scaled_dot_product_attention(
@@ -154,8 +163,26 @@ class Attention(Module):
         arguments as forward's, without a cache. For looking at: it builds the full matrix."""
         q, k, _, mask, causal = self._prepare(query, key, value, attn_mask, key_padding_mask,
                                               is_causal, None, positions)
+        if self.pattern is not None and key is None:  # the weights the pattern gives
+            return self.pattern.weights(q, k, mask, causal,
+                                        enable_gqa=self.n_kv_heads != self.num_heads)
         return F.attention_weights(q, k, attn_mask=mask, is_causal=causal,
                                    enable_gqa=self.n_kv_heads != self.num_heads)
+
+    def _attend_pattern(self, query, attn_mask, key_padding_mask, is_causal, cache, positions):
+        """Self-attention restricted to self.pattern, which keeps its own cache. A dense
+        attn_mask would undo the savings: ALiBi comes from the pattern (alibi=True)."""
+        if attn_mask is not None:
+            raise ValueError(f"{self._name()}: with pattern={self.pattern!r} pass no attn_mask "
+                             f"(got shape {attn_mask.shape}); the pattern is the mask, and "
+                             "ALiBi is the pattern's alibi=True")
+        past = len(cache) if cache is not None else 0
+        q, k, v = self._project(query, None, None, None)
+        if self.rotary is not None:
+            q, k = self.rotary(q, k, past if positions is None else positions)
+        return self.pattern(q, k, v, key_padding_mask=key_padding_mask, is_causal=is_causal,
+                            cache=cache, dropout_p=self.dropout_p if self.training else 0.0,
+                            enable_gqa=self.n_kv_heads != self.num_heads)
 
     def _prepare(self, query, key, value, attn_mask, key_padding_mask, is_causal, cache,
                  positions):

@@ -4,6 +4,8 @@
 exported here are what users and Tensor methods call.
 """
 from .attention import attention_weights, scaled_dot_product_attention  # noqa: F401
+from .linear_attention import linear_attention  # noqa: F401
+from .sparse_attention import block_sparse_attention, merge_attention  # noqa: F401
 from .activation import (  # noqa: F401
     celu, elu, gelu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid,
     mish, prelu, relu, relu6, selu, sigmoid, silu, softplus, softshrink, softsign, tanhshrink,

@@ -1,0 +1,26 @@
+"""benchmarks/attention_patterns.py: every implementation's step runs at a toy length (in
+process, fast); the whole harness with its subprocesses, table and plot runs on toy lengths
+(slow: one process per implementation and length)."""
+import subprocess
+import sys
+
+import pytest
+
+from benchmarks import attention_patterns as bench
+from benchmarks import run
+
+
+@pytest.mark.parametrize("name", bench.IMPLEMENTATIONS)
+def test_every_step_runs(name):
+    bench.make_step(name, 40, tiny=True)()
+
+
+@pytest.mark.slow
+def test_harness_runs_end_to_end(tmp_path):
+    plot = tmp_path / "plot.png"
+    done = subprocess.run([sys.executable, "benchmarks/attention_patterns.py", "--tiny",
+                           "--plot", str(plot)], cwd=run.ROOT, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert "| sliding window |" in done.stdout and "| MiB |" in done.stdout
+    assert plot.stat().st_size > 1000
