@@ -7,6 +7,8 @@ What is here:
   batched prompts with a KV cache, for any decoder-only model that has `make_cache()`.
 - Tokenizers (tokenizer.py): `ByteTokenizer`, `CharTokenizer`, `BPETokenizer` (GPT-2's
   byte-level BPE, through the `tokenizers` package), `load_tokenizer`.
+- `ViTModel`, `ViTForImageClassification`, `ViTConfig` (vit.py): the Vision Transformer
+  (Dosovitskiy et al., 2021) with Hugging Face ViT checkpoints.
 - data.py: a corpus with nothing to download (the Python standard library's source) and
   random training windows from a token stream.
 
@@ -18,3 +20,4 @@ from .gpt import GPT, GPTConfig  # noqa: F401
 from .tokenizer import (  # noqa: F401
     BPETokenizer, ByteTokenizer, CharTokenizer, Tokenizer, load_tokenizer,
 )
+from .vit import ViTConfig, ViTForImageClassification, ViTModel  # noqa: F401
