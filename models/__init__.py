@@ -8,7 +8,9 @@ What is here:
 - Tokenizers (tokenizer.py): `ByteTokenizer`, `CharTokenizer`, `BPETokenizer` (GPT-2's
   byte-level BPE, through the `tokenizers` package), `load_tokenizer`.
 - `ViTModel`, `ViTForImageClassification`, `ViTConfig` (vit.py): the Vision Transformer
-  (Dosovitskiy et al., 2021) with Hugging Face ViT checkpoints.
+  (Dosovitskiy et al., 2021) with Hugging Face ViT checkpoints; `SwinModel`,
+  `SwinForImageClassification`, `SwinConfig` (swin.py): the shifted-window Transformer (Liu et
+  al., 2021) with Hugging Face Swin checkpoints.
 - data.py: a corpus with nothing to download (the Python standard library's source) and
   random training windows from a token stream.
 
@@ -21,3 +23,4 @@ from .tokenizer import (  # noqa: F401
     BPETokenizer, ByteTokenizer, CharTokenizer, Tokenizer, load_tokenizer,
 )
 from .vit import ViTConfig, ViTForImageClassification, ViTModel  # noqa: F401
+from .swin import SwinConfig, SwinForImageClassification, SwinModel  # noqa: F401

@@ -226,15 +226,19 @@ class ViTEmbeddings(nn.Module):
         num_positions = self.position_embeddings.shape[1] - 1
         if num_patches == num_positions and height == width:
             return self.position_embeddings
-        D = self.position_embeddings.shape[-1]
-        side = int(round(num_positions ** 0.5))
-        cls_pos = self.position_embeddings[:, :1]  # (1, 1, D)
-        grid = self.position_embeddings[:, 1:].reshape(1, side, side, D)  # (1, s, s, D)
-        grid = grid.permute(0, 3, 1, 2)  # (1, D, s, s)
-        grid = F.interpolate(grid, size=(height // self.patch_size, width // self.patch_size),
-                             mode="bicubic", align_corners=False)  # (1, D, h', w')
-        grid = grid.permute(0, 2, 3, 1).reshape(1, -1, D)  # (1, h' w', D)
-        return tg.cat([cls_pos, grid], dim=1)
+        grid = resize_positions(self.position_embeddings[:, 1:], height // self.patch_size,
+                                width // self.patch_size)  # (1, h' w', D)
+        return tg.cat([self.position_embeddings[:, :1], grid], dim=1)  # [CLS]'s kept
+
+
+def resize_positions(positions, height, width):
+    """Learned positions of a square grid, (1, s^2, D), resized to (1, height * width, D) by
+    bicubic interpolation with align_corners=False (Hugging Face's choice, from DINO)."""
+    D = positions.shape[-1]
+    side = int(round(positions.shape[1] ** 0.5))
+    grid = positions.reshape(1, side, side, D).permute(0, 3, 1, 2)  # (1, D, s, s)
+    grid = F.interpolate(grid, size=(height, width), mode="bicubic", align_corners=False)
+    return grid.permute(0, 2, 3, 1).reshape(1, height * width, D)  # (1, h w, D)
 
 
 # --- models -----------------------------------------------------------------------------------
