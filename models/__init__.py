@@ -11,6 +11,9 @@ What is here:
   (Dosovitskiy et al., 2021) with Hugging Face ViT checkpoints; `SwinModel`,
   `SwinForImageClassification`, `SwinConfig` (swin.py): the shifted-window Transformer (Liu et
   al., 2021) with Hugging Face Swin checkpoints.
+- attention_maps.py: attention rollout, per-head [CLS] maps and patch filters of a ViT, and
+  their PNG grids; digits.py: scikit-learn's bundled digits (upsampled, seeded split) and a
+  random-shift transform.
 - data.py: a corpus with nothing to download (the Python standard library's source) and
   random training windows from a token stream.
 

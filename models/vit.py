@@ -85,8 +85,8 @@ class ViTConfig:
 
     @classmethod
     def digits(cls, **overrides):
-        """About 0.2M parameters for 16x16 grey digits in 4x4 patches (16 tokens + [CLS]):
-        trains to over 97% on scikit-learn's digits in a few CPU minutes."""
+        """137k parameters for 16x16 grey digits in 4x4 patches (16 tokens + [CLS]): over 97%
+        on scikit-learn's digits in a few CPU minutes (examples/train_vit_digits.py)."""
         return cls(**{"image_size": 16, "patch_size": 4, "num_channels": 1, "hidden_size": 64,
                       "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 128,
                       "layer_norm_eps": 1e-6, "num_labels": 10, **overrides})
