@@ -7,6 +7,13 @@ What is here:
   batched prompts with a KV cache, for any decoder-only model that has `make_cache()`.
 - Tokenizers (tokenizer.py): `ByteTokenizer`, `CharTokenizer`, `BPETokenizer` (GPT-2's
   byte-level BPE, through the `tokenizers` package), `load_tokenizer`.
+- `ViTModel`, `ViTForImageClassification`, `ViTConfig` (vit.py): the Vision Transformer
+  (Dosovitskiy et al., 2021) with Hugging Face ViT checkpoints; `SwinModel`,
+  `SwinForImageClassification`, `SwinConfig` (swin.py): the shifted-window Transformer (Liu et
+  al., 2021) with Hugging Face Swin checkpoints.
+- attention_maps.py: attention rollout, per-head [CLS] maps and patch filters of a ViT, and
+  their PNG grids; digits.py: scikit-learn's bundled digits (upsampled, seeded split) and a
+  random-shift transform.
 - data.py: a corpus with nothing to download (the Python standard library's source) and
   random training windows from a token stream.
 
@@ -18,3 +25,5 @@ from .gpt import GPT, GPTConfig  # noqa: F401
 from .tokenizer import (  # noqa: F401
     BPETokenizer, ByteTokenizer, CharTokenizer, Tokenizer, load_tokenizer,
 )
+from .vit import ViTConfig, ViTForImageClassification, ViTModel  # noqa: F401
+from .swin import SwinConfig, SwinForImageClassification, SwinModel  # noqa: F401
