@@ -289,7 +289,8 @@ class PeftModel(nn.Module):
         if adapter_name not in self.peft_config:
             raise ValueError(f"PeftModel.delete_adapter: no adapter named {adapter_name!r}")
         for module in self._adapter_modules():
-            if adapter_name in getattr(module, "lora_A", getattr(module, "modules_to_save", {})):
+            adapters = module.lora_A if isinstance(module, LoraLinear) else module.modules_to_save
+            if adapter_name in adapters:
                 module.delete_adapter(adapter_name)
         del self.peft_config[adapter_name]
         if self.active_adapter == adapter_name and self.peft_config:
