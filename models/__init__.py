@@ -5,6 +5,8 @@ What is here:
   ones for CPU training, loading and saving Hugging Face GPT-2 checkpoints.
 - `generate`, `pad_prompts` (generation.py): greedy, temperature, top-k and top-p decoding of
   batched prompts with a KV cache, for any decoder-only model that has `make_cache()`.
+- `LoraConfig`, `get_peft_model`, `PeftModel` (lora.py): LoRA adapters (Hu et al., 2021) on any
+  model, merged or not, several by name, read and written in peft's adapter format.
 - Tokenizers (tokenizer.py): `ByteTokenizer`, `CharTokenizer`, `BPETokenizer` (GPT-2's
   byte-level BPE, through the `tokenizers` package), `load_tokenizer`.
 - `ViTModel`, `ViTForImageClassification`, `ViTConfig` (vit.py): the Vision Transformer
@@ -22,6 +24,7 @@ checkpoint name mapping; attention, feed-forward, norms and positions come from 
 """
 from .generation import generate, pad_prompts  # noqa: F401
 from .gpt import GPT, GPTConfig  # noqa: F401
+from .lora import LoraConfig, PeftModel, get_peft_model  # noqa: F401
 from .tokenizer import (  # noqa: F401
     BPETokenizer, ByteTokenizer, CharTokenizer, Tokenizer, load_tokenizer,
 )

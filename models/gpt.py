@@ -230,6 +230,12 @@ class GPT(nn.Module):
         model.load_state_dict(state_dict_from_hf(hf_state, model.config.n_layer))
         return model.eval()
 
+    def hf_parameter_names(self):
+        """{Hugging Face GPT2LMHeadModel parameter name: ours} for this model, e.g.
+        'transformer.h.0.attn.c_attn.weight' -> 'blocks.0.self_attn.qkv_proj.weight' (what
+        LoRA adapter files are named by)."""
+        return hf_names(self.config.n_layer)
+
     def save_pretrained(self, path):
         """Write config.json + model.safetensors with Hugging Face's names and layout, so that
         `transformers.GPT2LMHeadModel.from_pretrained(path)` loads this model."""

@@ -40,6 +40,7 @@ from .positional import (  # noqa: F401
     LearnedPositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding,
 )
 from .transformer import DecoderBlock, EncoderBlock  # noqa: F401
+from .lora import LoraLinear, ModulesToSaveWrapper  # noqa: F401
 from .distance import CosineSimilarity, PairwiseDistance, TripletMarginLoss  # noqa: F401
 from .channels import (  # noqa: F401
     AlphaDropout, Dropout1d, Dropout2d, Dropout3d, PixelShuffle, PixelUnshuffle,

@@ -98,12 +98,17 @@ class Module:
             raise AttributeError(f"cannot assign {name!r} before Module.__init__() is called; "
                                  f"call super().__init__() first in {type(self).__name__}")
         params, buffers, modules = self._parameters, self._buffers, self._modules
+        # Replacing a parameter or submodule by another keeps its place, as in PyTorch: a
+        # Sequential whose layer is swapped (LoRA does it) still runs its layers in order.
         if isinstance(value, Parameter):
-            self._forget(name)
+            if name not in params:
+                self._forget(name)
             self._register(params, name, value)
         elif isinstance(value, Module):
-            self._forget(name)
+            if name not in modules:
+                self._forget(name)
             self._register(modules, name, value)
+            _tree_changed()
         elif name in params:
             if value is not None:
                 raise TypeError(f"cannot assign {type(value).__name__} to parameter {name!r} of "
@@ -168,8 +173,10 @@ class Module:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"add_module: {name!r} must be a Module or None, got "
                             f"{type(module).__name__}")
-        self._forget(name)
+        if name not in self._modules:
+            self._forget(name)
         self._register(self._modules, name, module)
+        _tree_changed()
 
     # --- walking the tree ------------------------------------------------------------------------
     def named_modules(self, prefix="", remove_duplicate=True, _seen=None):

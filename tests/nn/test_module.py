@@ -79,6 +79,19 @@ def test_reassignment_and_deletion():
     assert dict(net.named_buffers())["scale"].tolist() == [2.0] * 4
 
 
+def test_replacing_a_submodule_or_parameter_keeps_its_place():
+    # As in PyTorch: a swapped-in layer (LoRA replaces Linears) runs where the old one did.
+    seq = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    seq[0] = nn.Linear(2, 3)
+    seq.add_module("1", nn.Tanh())
+    assert [name for name, _ in seq.named_children()] == ["0", "1", "2"]
+    assert isinstance(seq[1], nn.Tanh)
+    assert seq(tg.ones(4, 2)).shape == (4, 1)
+    lin = nn.Linear(2, 3)
+    lin.weight = nn.Parameter(tg.zeros(3, 2))
+    assert list(lin.state_dict()) == ["weight", "bias"]
+
+
 def test_attributes_always_read_the_registered_entry():
     # Registered entries are mirrored as plain attributes for speed; every way of changing the
     # registry must keep what `module.name` returns equal to what the registry holds.
