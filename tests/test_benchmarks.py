@@ -206,3 +206,22 @@ def test_ratios_pair_the_rounds():
 def test_bad_workload_name_is_a_clear_error():
     with pytest.raises(SystemExit, match="unknown name"):
         run.parse_args(["--only", "gpt_stpe"])
+
+
+def test_profile_step_accounts_for_the_step(tmp_path, capsys):
+    """benchmarks/profile_step.py on toy sizes: every phase is timed, the families' time fits
+    inside their phase, and the primitives are left as they were."""
+    from benchmarks import profile_step
+    from tensorgrad.autograd.graph import PRIMITIVES
+
+    before = {name: (p.forward, p.vjp) for name, p in PRIMITIVES.items()}
+    out = tmp_path / "profile.json"
+    profile_step.main(["--tiny", "--steps", "2", "--cpu", "--json", str(out)])
+    per_step = json.loads(out.read_text())
+    assert set(per_step) == {"forward", "backward", "optimizer"}
+    for phase in ("forward", "backward"):
+        families = per_step[phase]["families"]
+        assert {"linalg", "attention", "norm"} <= set(families)
+        assert sum(families.values()) <= per_step[phase]["total"] * 1.01
+    assert "| ops/linalg.py |" in capsys.readouterr().out
+    assert {name: (p.forward, p.vjp) for name, p in PRIMITIVES.items()} == before
