@@ -3,7 +3,9 @@
 Same architecture and parameter names as the NumPy floor (benchmarks/numpy_floor.py): learned
 positions, pre-LN blocks, fused qkv projection, causal attention through
 F.scaled_dot_product_attention (PyTorch's fused kernel), tanh-GELU MLP, final LayerNorm, output
-head tied to the token embedding. `generate` decodes greedily, with or without a KV cache.
+head tied to the token embedding. `generate` decodes greedily, with or without a KV cache:
+one that grows by torch.cat (Hugging Face's DynamicCache) or one preallocated to the final
+length and written in place (Hugging Face's StaticCache, the fast way to write it).
 """
 import math
 from dataclasses import dataclass
@@ -23,6 +25,44 @@ class Config:
     d_ff: int = 512
 
 
+class ConcatCache:
+    """One layer's keys and values (B, nh, T, hs), grown by torch.cat at every step, as Hugging
+    Face's DynamicCache does: each step copies the whole cache."""
+
+    def __init__(self):
+        self.k = self.v = None
+
+    def __len__(self):
+        return 0 if self.k is None else self.k.shape[2]
+
+    def update(self, k, v):
+        if self.k is not None:
+            k, v = torch.cat([self.k, k], dim=2), torch.cat([self.v, v], dim=2)
+        self.k, self.v = k, v
+        return k, v
+
+
+class StaticCache:
+    """One layer's keys and values in buffers (B, nh, max_len, hs) made once, before decoding,
+    and written in place, as Hugging Face's StaticCache does: each step copies the new token
+    only and attends over a view of the filled part."""
+
+    def __init__(self, batch, n_head, max_len, head_size, like):
+        self.k = like.new_empty(batch, n_head, max_len, head_size)  # like's dtype and device
+        self.v = torch.empty_like(self.k)
+        self.length = 0
+
+    def __len__(self):
+        return self.length
+
+    def update(self, k, v):
+        start, end = self.length, self.length + k.shape[2]
+        self.k[:, :, start:end] = k
+        self.v[:, :, start:end] = v
+        self.length = end
+        return self.k[:, :, :end], self.v[:, :, :end]
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, config):
         super().__init__()
@@ -31,8 +71,7 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(config.n_embd, config.n_embd)
 
     def forward(self, x, cache=None):
-        """x (B, T, C); cache: None, or a list [k, v] of (B, nh, T_past, hs) (None when empty)
-        that is extended in place, as Hugging Face's DynamicCache does (torch.cat per step)."""
+        """x (B, T, C); cache: None, or a ConcatCache / StaticCache, extended in place."""
         B, T, C = x.shape
         q, k, v = self.c_attn(x).split(C, dim=2)
         q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
@@ -40,10 +79,8 @@ class CausalSelfAttention(nn.Module):
         v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         past = 0
         if cache is not None:
-            if cache[0] is not None:
-                past = cache[0].shape[2]
-                k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
-            cache[0], cache[1] = k, v
+            past = len(cache)
+            k, v = cache.update(k, v)  # (B, nh, past + T, hs)
         # One new token attends to every cached one: no mask is needed then.
         y = F.scaled_dot_product_attention(q, k, v, is_causal=past == 0)  # (B, nh, T, hs)
         return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
@@ -95,7 +132,7 @@ class GPT(nn.Module):
     def forward(self, idx, targets=None, caches=None):
         """idx (B, T) -> logits (B, T, V), and the mean cross-entropy when targets are given."""
         T = idx.shape[1]
-        past = 0 if caches is None or caches[0][0] is None else caches[0][0].shape[2]
+        past = 0 if caches is None else len(caches[0])
         pos = torch.arange(past, past + T, device=idx.device)
         x = self.wte(idx) + self.wpe(pos)
         for i, block in enumerate(self.h):
@@ -106,10 +143,17 @@ class GPT(nn.Module):
         return logits, F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
     @torch.no_grad()
-    def generate(self, idx, max_new_tokens, use_cache=True):
+    def generate(self, idx, max_new_tokens, use_cache=True, static_cache=False):
         """Greedy decoding of max_new_tokens after the prompt idx (B, T0); the whole sequence
-        must fit in block_size. Without the cache every step re-reads the whole sequence."""
-        caches = [[None, None] for _ in self.h] if use_cache else None
+        must fit in block_size. Without the cache every step re-reads the whole sequence;
+        static_cache=True preallocates it (StaticCache) instead of growing it (ConcatCache)."""
+        caches = None
+        if use_cache and static_cache:
+            c = self.config
+            caches = [StaticCache(idx.shape[0], c.n_head, idx.shape[1] + max_new_tokens,
+                                  c.n_embd // c.n_head, self.wte.weight) for _ in self.h]
+        elif use_cache:
+            caches = [ConcatCache() for _ in self.h]
         step_input = idx
         for _ in range(max_new_tokens):
             logits, _ = self(step_input, caches=caches)

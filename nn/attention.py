@@ -67,9 +67,11 @@ class KVCache:
             buffer = tg.empty(*new.shape[:-2], max(2 * (length + added), 16), new.shape[-1],
                               dtype=new.dtype, device=new.device)
             if length:
-                buffer[..., :length, :] = cached
+                buffer.data[..., :length, :] = cached.data
             self._storage[i] = buffer
-        buffer[..., length:length + added, :] = new
+        # Written through the arrays (`.data`): no graph is recorded here, and the buffer is
+        # this cache's own, so Tensor.__setitem__'s checks would only cost time (decoding).
+        buffer.data[..., length:length + added, :] = new.data
         return buffer[..., :length + added, :]
 
     def reset(self):

@@ -89,6 +89,7 @@ def test_torch_gpt_generates_the_same_tokens_with_and_without_cache():
     cached = model.generate(prompt, 10, use_cache=True)
     assert cached.shape == (2, 13)
     assert torch.equal(cached, model.generate(prompt, 10, use_cache=False))
+    assert torch.equal(cached, model.generate(prompt, 10, use_cache=True, static_cache=True))
 
 
 # --- the floor against tensorgrad's GPT: the benchmark races one function ------------------------
@@ -161,15 +162,17 @@ def test_report_marks_targets_met_and_not_met():
         "gpt_step": {"tensorgrad": _result([("B=2", "ms/step", 30.0, "lower")]),
                      "torch": _result([("B=2", "ms/step", 10.0, "lower")]),
                      "numpy": _result([("B=2", "ms/step", 40.0, "lower")])},
-        "generate": {"tensorgrad": _result([("KV cache", "tokens/s", 200.0, "higher")]),
-                     "torch": _result([("KV cache", "tokens/s", 100.0, "higher")])},
+        "generate": {"tensorgrad": _result([("B=8 KV cache, torch static", "tokens/s", 200.0,
+                                              "higher")]),
+                     "torch": _result([("B=8 KV cache, torch static", "tokens/s", 100.0,
+                                        "higher")])},
     }
     text, targets = run.report(results, {"mode": "tiny", "device": "cpu"})
     status = {(t["workload"], t["metric"], t["against"]): t["status"] for t in targets}
     assert status["gpt_step", "ms/step", "numpy"] == "met (0.75x)"
     assert status["gpt_step", "ms/step", "torch"] == "NOT met (3.00x)"
     assert status["gpt_step", "peak RSS MiB", "torch"].startswith("no ")
-    assert status["generate", "tokens/s", "torch"] == "met (2.00x)"
+    assert status["generate", "tokens/s", "torch"] == "met (2.00x)"  # B=8, listed last
     assert status["attention", "ms fwd+bwd", "torch"] == "not run"
     assert "| gpt_step | B=2 | ms/step ↓ | 30 | 10 | 40 | 3.00 | 0.75 |" in text
 
@@ -203,3 +206,22 @@ def test_ratios_pair_the_rounds():
 def test_bad_workload_name_is_a_clear_error():
     with pytest.raises(SystemExit, match="unknown name"):
         run.parse_args(["--only", "gpt_stpe"])
+
+
+def test_profile_step_accounts_for_the_step(tmp_path, capsys):
+    """benchmarks/profile_step.py on toy sizes: every phase is timed, the families' time fits
+    inside their phase, and the primitives are left as they were."""
+    from benchmarks import profile_step
+    from tensorgrad.autograd.graph import PRIMITIVES
+
+    before = {name: (p.forward, p.vjp) for name, p in PRIMITIVES.items()}
+    out = tmp_path / "profile.json"
+    profile_step.main(["--tiny", "--steps", "2", "--cpu", "--json", str(out)])
+    per_step = json.loads(out.read_text())
+    assert set(per_step) == {"forward", "backward", "optimizer"}
+    for phase in ("forward", "backward"):
+        families = per_step[phase]["families"]
+        assert {"linalg", "attention", "norm"} <= set(families)
+        assert sum(families.values()) <= per_step[phase]["total"] * 1.01
+    assert "| ops/linalg.py |" in capsys.readouterr().out
+    assert {name: (p.forward, p.vjp) for name, p in PRIMITIVES.items()} == before

@@ -63,31 +63,26 @@ def _blocked(xp, mask, causal, rows, cols):
     """Which scores of the query `rows` x key `cols` block are removed: a bool array that
     broadcasts against them, or None when none is."""
     blocked = None if mask is None else ~_tile(mask, rows, cols)
-    if causal:  # key j after query i
+    # key j after query i; a block wholly at or below the diagonal hides nothing, so only the
+    # diagonal blocks pay for a mask (benchmarks/: attention T=4096)
+    if causal and cols.stop - 1 > rows.start:
         after = xp.arange(cols.start, cols.stop) > xp.arange(rows.start, rows.stop)[:, None]
         blocked = after if blocked is None else blocked | after
     return blocked
 
 
 # --- the primitive, on arrays ------------------------------------------------------------------
-def _transposed(xp, a):
-    """a^T over the last two dims, laid out row-major: blocks of it feed the batched matmuls
-    directly (a transposed view would be copied once per block; see NumpyBackend.matmul)."""
-    return xp.ascontiguousarray(xp.swapaxes(a, -1, -2))
-
-
-def _masked_scores(xp, q, k_t, bias, mask, causal, scale, rows, cols):
-    """q k^T * scale + bias for the query `rows` and key `cols` (k_t: the keys transposed,
-    (..., E, Tk)), removed scores set to the dtype's lowest finite value (so is an additive
-    -inf: one rule then finds fully masked rows). A fresh (..., rows, cols) array, free to be
-    overwritten."""
-    s = xp.matmul(q[..., rows, :] * q.dtype.type(scale), k_t[..., :, cols])  # (r, E) @ (E, c)
-    if bias is None and mask is None and not causal:
+def _masked_scores(xp, q, k, bias, mask, causal, rows, cols):
+    """q k^T + bias for the query `rows` and key `cols` (q already scaled), removed scores set
+    to the dtype's lowest finite value (so is an additive -inf: one rule then finds fully
+    masked rows). A fresh (..., rows, cols) array, free to be overwritten."""
+    s = xp.matmul(q[..., rows, :], k[..., cols, :].swapaxes(-1, -2))  # (r, E) @ (E, c)
+    blocked = _blocked(xp, mask, causal, rows, cols)
+    if bias is None and blocked is None:
         return s
     lowest = xp.finfo(q.dtype).min
     if bias is not None:
         s = s + xp.maximum(_tile(bias, rows, cols), lowest)
-    blocked = _blocked(xp, mask, causal, rows, cols)
     if blocked is not None:
         shape = _broadcast_shapes(s.shape, blocked.shape)
         if shape != s.shape:  # a mask with more batch dims than q and k
@@ -119,6 +114,30 @@ def _log_sum_exp(xp, top, total):
     return xp.where(top == xp.finfo(top.dtype).min, xp.inf, lse).astype(top.dtype)
 
 
+def _per_matrix(xp, batch, *arrays):
+    """The tiled path works one (T, E) matrix at a time: a list of (index, arrays[index]) over
+    the broadcast batch dims. Each block product is then a plain 2-D GEMM that reads transposed
+    operands in place (BLAS's transpose flags), so no transposed copy of q, k, v or dO is made
+    (benchmarks/: attention T=4096, time and peak memory). None entries stay None; arrays that
+    already have the batch dims (the gradients being filled) are indexed as they are, writable."""
+    full = [a if a is None or a.shape[:-2] == batch else xp.broadcast_to(a, batch + a.shape[-2:])
+            for a in arrays]
+    return [(i, [None if a is None else a[i] for a in full]) for i in _indices(batch)]
+
+
+def _indices(shape):
+    indices = [()]
+    for size in shape:
+        indices = [i + (j,) for i in indices for j in range(size)]
+    return indices
+
+
+def _batch(q, k, v, bias, mask):
+    """The broadcast batch dims of the inputs and masks (the output's leading dims)."""
+    return _broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
+                             *(a.shape[:-2] for a in (bias, mask) if a is not None))
+
+
 def _tiled(xp, q, k, v, bias, mask, causal, scale):
     """The same output, one TILE x TILE block of scores at a time with an online softmax
     (Milakov & Gimelshein, 2018; Dao et al.'s FlashAttention): each block rescales the running
@@ -126,30 +145,33 @@ def _tiled(xp, q, k, v, bias, mask, causal, scale):
     (Tq, Tk) matrix; with is_causal, blocks wholly above the diagonal are skipped. Returns the
     output and the rows' log-sum-exps."""
     tq, tk = q.shape[-2], k.shape[-2]
-    k_t = _transposed(xp, k)
-    blocks, lses = [], []
-    for rows in _spans(tq, TILE):
-        top = total = out = None
-        for cols in _spans(min(tk, rows.stop) if causal else tk, TILE):
-            s = _masked_scores(xp, q, k_t, bias, mask, causal, scale, rows, cols)
-            new_top = s.max(axis=-1, keepdims=True)
-            if top is not None:
-                new_top = xp.maximum(top, new_top)
-            s -= new_top
-            xp.exp(s, out=s)
-            part = xp.matmul(s, v[..., cols, :])  # (..., r, c) @ (..., c, Ev) -> (..., r, Ev)
-            if top is None:
-                total, out = s.sum(axis=-1, keepdims=True), part
-            else:
-                shrink = xp.exp(top - new_top)
-                total = total * shrink + s.sum(axis=-1, keepdims=True)
-                out = out * shrink + part
-            top = new_top
-        out *= 1 / total
-        _zero_dead_rows(xp, out, top)
-        blocks.append(out)
-        lses.append(_log_sum_exp(xp, top, total))
-    return xp.concatenate(blocks, axis=-2), xp.concatenate(lses, axis=-2)
+    batch = _batch(q, k, v, bias, mask)
+    out = xp.empty(batch + (tq, v.shape[-1]), q.dtype)
+    lse = xp.empty(batch + (tq, 1), q.dtype)
+    for i, (qi, ki, vi, bias_i, mask_i) in _per_matrix(xp, batch, q, k, v, bias, mask):
+        qi = qi * q.dtype.type(scale)  # (Tq, E), scaled once rather than once per block
+        for rows in _spans(tq, TILE):
+            top = total = acc = None
+            for cols in _spans(min(tk, rows.stop) if causal else tk, TILE):
+                s = _masked_scores(xp, qi, ki, bias_i, mask_i, causal, rows, cols)
+                new_top = s.max(axis=-1, keepdims=True)
+                if top is not None:
+                    new_top = xp.maximum(top, new_top)
+                s -= new_top
+                xp.exp(s, out=s)
+                part = xp.matmul(s, vi[..., cols, :])  # (r, c) @ (c, Ev) -> (r, Ev)
+                if top is None:
+                    total, acc = s.sum(axis=-1, keepdims=True), part
+                else:
+                    shrink = xp.exp(top - new_top)
+                    total = total * shrink + s.sum(axis=-1, keepdims=True)
+                    acc = acc * shrink + part
+                top = new_top
+            acc *= 1 / total
+            _zero_dead_rows(xp, acc, top)
+            out[i][rows] = acc
+            lse[i][rows] = _log_sum_exp(xp, top, total)
+    return out, lse
 
 
 def _spans(length, step):
@@ -179,8 +201,8 @@ def _attention(xp, q, k, v, bias, mask, causal, scale, dropout):
     # With no mask or bias, the backend's fused kernel (if any) applies is_causal itself.
     kernels = xp.kernels(q, k) if bias is None and mask is None else None
     # k^T as a view: the backend lays it out only if the product needs it (one query does not)
-    scores = _masked_scores(xp, q, k.swapaxes(-1, -2), bias, mask,
-                            causal and kernels is None, scale, *whole)
+    scores = _masked_scores(xp, q * q.dtype.type(scale), k, bias, mask,
+                            causal and kernels is None, *whole)
     if kernels is not None:
         p = kernels.softmax_rows(scores, causal)
     else:
@@ -195,59 +217,61 @@ def _attention_vjp(ctx, g):
     # dS = P * (dP - rowsum(dP * P)), where rowsum(dP * P) = rowsum(dO * O) (FlashAttention's
     # trick: an (..., Tq) sum over the output, not over the (..., Tq, Tk) matrix). The tiled
     # path rebuilds each block of P from the scores and the saved row log-sum-exps,
-    # exp(S - lse), so it holds one TILE x TILE block at a time here too; the whole path has P
-    # from its forward. Arrays throughout: the composite covers create_graph.
+    # exp(S - lse), one (T, E) matrix and one TILE x TILE block at a time; the whole path has P
+    # from its forward and takes the batch in one go. Arrays throughout: the composite covers
+    # create_graph.
     q, k, v, bias = (None if t is None else t.data for t in ctx.inputs)
     a, xp = ctx.attrs, ctx.backend
     needs_q, needs_k, needs_v, needs_bias = ctx.needs_grad
-    g, scale, dropout = g.data, a["scale"], a["dropout"]
+    g, scale, dropout, mask = g.data, a["scale"], a["dropout"], a["mask"]
     tiled = _takes_tiles(q, k, dropout)
     tq, tk = q.shape[-2], k.shape[-2]
     delta = (g * ctx.out_data).sum(axis=-1, keepdims=True)  # (..., Tq, 1)
-    # Every block product reads row-major operands: k^T, v^T, q^T and dO^T are laid out once,
-    # and dK, dV are accumulated transposed (dK^T = Q^T dS, dV^T = dO^T P).
-    k_t, v_t = _transposed(xp, k) if tiled else None, _transposed(xp, v)
-    q_t = _transposed(xp, q) if needs_k else None
-    g_t = _transposed(xp, g) if needs_v else None
     batch = g.shape[:-2]
     dq = xp.zeros(batch + q.shape[-2:], q.dtype) if needs_q else None
-    dk_t = xp.zeros(batch + k.shape[-2:][::-1], k.dtype) if needs_k else None
-    dv_t = xp.zeros(batch + v_t.shape[-2:], v.dtype) if needs_v else None
+    dk = xp.zeros(batch + k.shape[-2:], k.dtype) if needs_k else None
+    dv = xp.zeros(batch + v.shape[-2:], v.dtype) if needs_v else None
     dbias = xp.zeros(_broadcast_shapes(batch + (tq, tk), bias.shape), bias.dtype) \
         if needs_bias else None
+    q = q * q.dtype.type(scale)  # dK = scale dS^T Q = dS^T (scale Q); dQ is scaled at the end
     step = TILE if tiled else max(tq, tk, 1)
     kernels = xp.kernels(q) if dropout is None else None  # the fused dS = P (dP - delta)
-    for rows in _spans(tq, step):
-        g_rows = g[..., rows, :]
-        for cols in _spans(min(tk, rows.stop) if tiled and a["causal"] else tk, step):
-            if tiled:
-                p = _masked_scores(xp, q, k_t, bias, a["mask"], a["causal"], scale, rows, cols)
-                p -= ctx.extra[..., rows, :]
-                xp.exp(p, out=p)  # (..., r, c)
-            else:
-                p = ctx.extra  # one block: the whole matrix (read only: backward may run twice)
-            drop = None if dropout is None else _tile(dropout, rows, cols)
-            if needs_v:
-                kept = p if drop is None else p * drop
-                dv_t[..., :, cols] += xp.matmul(g_t[..., :, rows], kept)  # (Ev, r) @ (r, c)
-            if not (needs_q or needs_k or needs_bias):
-                continue
-            ds = xp.matmul(g_rows, v_t[..., :, cols])  # (r, Ev) @ (Ev, c)
-            if kernels is not None and ds.shape == p.shape:
-                ds = kernels.softmax_rows_backward(ds, p, delta[..., rows, :])
-            else:
-                if drop is not None:
-                    ds *= drop
-                ds -= delta[..., rows, :]
-                ds *= p
-            if needs_q:
-                dq[..., rows, :] += xp.matmul(ds, k[..., cols, :]) * scale  # (r, c) @ (c, E)
-            if needs_k:
-                dk_t[..., :, cols] += xp.matmul(q_t[..., :, rows], ds) * scale  # (E, r) @ (r, c)
-            if needs_bias:
-                dbias[..., rows, cols] = ds
-    dk = None if dk_t is None else xp.swapaxes(dk_t, -1, -2)
-    dv = None if dv_t is None else xp.swapaxes(dv_t, -1, -2)
+    arrays = (q, k, v, g, bias, mask, ctx.extra, delta, dq, dk, dv, dbias)
+    items = _per_matrix(xp, batch, *arrays) if tiled else [((), arrays)]
+    for _, (qi, ki, vi, gi, bias_i, mask_i, extra, delta_i, dqi, dki, dvi, dbias_i) in items:
+        for rows in _spans(tq, step):
+            g_rows = gi[..., rows, :]
+            for cols in _spans(min(tk, rows.stop) if tiled and a["causal"] else tk, step):
+                if tiled:
+                    p = _masked_scores(xp, qi, ki, bias_i, mask_i, a["causal"], rows, cols)
+                    p -= extra[..., rows, :]
+                    xp.exp(p, out=p)  # (..., r, c)
+                else:
+                    p = extra  # one block: the whole matrix (read only: backward may run twice)
+                drop = None if dropout is None else _tile(dropout, rows, cols)
+                if needs_v:
+                    kept = p if drop is None else p * drop
+                    # (Ev, r) @ (r, c): dO^T, not P^T, is the operand a batched product copies
+                    dvi[..., cols, :] += xp.matmul(g_rows.swapaxes(-1, -2), kept).swapaxes(-1, -2)
+                if not (needs_q or needs_k or needs_bias):
+                    continue
+                ds = xp.matmul(g_rows, vi[..., cols, :].swapaxes(-1, -2))  # (r, Ev) @ (Ev, c)
+                if kernels is not None and ds.shape == p.shape:
+                    ds = kernels.softmax_rows_backward(ds, p, delta_i[..., rows, :])
+                else:
+                    if drop is not None:
+                        ds *= drop
+                    ds -= delta_i[..., rows, :]
+                    ds *= p
+                if needs_q:
+                    dqi[..., rows, :] += xp.matmul(ds, ki[..., cols, :])  # (r, c) @ (c, E)
+                if needs_k:  # (E, r) @ (r, c), added transposed
+                    dki[..., cols, :] += xp.matmul(qi[..., rows, :].swapaxes(-1, -2),
+                                                   ds).swapaxes(-1, -2)
+                if needs_bias:
+                    dbias_i[..., rows, cols] = ds
+    if dq is not None:
+        dq *= q.dtype.type(scale)
     return tuple(None if d is None else Tensor._constant(d, xp) for d in (dq, dk, dv, dbias))
 
 

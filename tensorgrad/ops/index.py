@@ -68,6 +68,16 @@ def _index_add_vjp(ctx, g):
 
 def getitem(x, index):
     """x[index]: basic slicing (a view) and integer/bool array indexing (a copy)."""
+    items = index if isinstance(index, tuple) else (index,)
+    if _BASIC.issuperset(map(type, items)):
+        # Slicing only (KV-cache views, split, logits[:, -1]): nothing to convert, and a view,
+        # so in-place writes to x show through it; tested once (decoding, per token).
+        try:
+            out = _getitem(x, index=items)
+        except IndexError as exc:
+            raise IndexError(f"{exc} (indexing a tensor of shape {x.shape})") from None
+        out._version = x._version
+        return out
     index = array_index(index, x)
     if _is_advanced(index) and any(type(item) is int for item in index):
         # PyTorch applies integers as basic indexing first and the arrays to what is left:

@@ -93,8 +93,10 @@ def linear(input, weight, bias=None):
                          "(out_features, in_features)")
     if bias is not None and bias.shape != weight.shape[:1]:
         raise ValueError(f"linear: bias must have shape ({weight.shape[0]},), got {bias.shape}")
-    _same_dtype("linear", input, weight)
-    if bias is not None:
+    dtype = input.data.dtype
+    if weight.data.dtype != dtype or (bias is not None and bias.data.dtype != dtype):
+        # the checks are called only on a mismatch: linear runs for every layer (decoding)
+        _same_dtype("linear", input, weight)
         _same_dtype("linear", input, bias)
     return _linear(input, weight, bias)
 

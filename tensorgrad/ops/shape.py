@@ -281,9 +281,9 @@ def split(x, split_size_or_sections, dim=0):
         if sum(sections) != size:
             raise RuntimeError(f"split: sizes {sections} do not add up to {size}, the size of "
                                f"dim {dim} of shape {x.shape}")
-    out, start = [], 0
-    for length in sections:
-        out.append(narrow(x, dim, start, length))
+    out, start, lead = [], 0, (slice(None),) * dim
+    for length in sections:  # as narrow(x, dim, start, length), without re-checking dim
+        out.append(x[lead + (slice(start, start + length),)])
         start += length
     return tuple(out)
 

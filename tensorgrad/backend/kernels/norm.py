@@ -9,7 +9,9 @@ from .jit import jit, rows_of
 
 
 @jit
-def _norm_loop(x, weight, bias, eps, center, y, mean, rstd):
+def _norm_loop(x, weight, bias, eps, center, y, stats):
+    # stats: (2, rows), each row's mean and 1/std (one argument less to unbox per call: in
+    # decoding every call is one row, and Numba's dispatch is most of its cost)
     rows, cols = x.shape
     for r in range(rows):
         mu = 0.0
@@ -22,7 +24,7 @@ def _norm_loop(x, weight, bias, eps, center, y, mean, rstd):
             d = x[r, j] - mu
             square += d * d
         inv = 1.0 / math.sqrt(square / cols + eps)
-        mean[r], rstd[r] = mu, inv
+        stats[0, r], stats[1, r] = mu, inv
         for j in range(cols):
             v = (x[r, j] - mu) * inv
             if weight is not None:
@@ -61,13 +63,16 @@ def norm_rows(x, weight, bias, eps, dims, center):
     """Layer norm (center=True) or RMS norm over the trailing `dims` of x: (y, mean, rstd), the
     statistics shaped as a keepdims reduction over dims (the mean is 0 for RMS norm)."""
     trailing = len(dims)
-    rows = rows_of(x, math.prod(x.shape[-trailing:]))
-    y = numpy.empty(x.shape, x.dtype)
-    stats = numpy.empty((2,) + x.shape[:-trailing] + (1,) * trailing, x.dtype)  # mean, rstd
-    _norm_loop(rows, None if weight is None else weight.reshape(-1),
-               None if bias is None else bias.reshape(-1), float(eps), center,
-               y.reshape(rows.shape), stats[0].reshape(-1), stats[1].reshape(-1))
-    return y, stats[0], stats[1]
+    rows = rows_of(x, x.shape[-1] if trailing == 1 else math.prod(x.shape[-trailing:]))
+    y = numpy.empty(rows.shape, x.dtype)
+    stats = numpy.empty((2, rows.shape[0]), x.dtype)  # mean, rstd
+    _norm_loop(rows, _flat_vector(weight), _flat_vector(bias), float(eps), center, y, stats)
+    shape = x.shape[:-trailing] + (1,) * trailing
+    return y.reshape(x.shape), stats[0].reshape(shape), stats[1].reshape(shape)
+
+
+def _flat_vector(a):
+    return a if a is None or a.ndim == 1 else a.reshape(-1)
 
 
 def norm_rows_backward(x, mean, rstd, weight, g, dims, center, needs_weight, needs_bias):
