@@ -3,6 +3,9 @@
 What is here:
 - `GPT`, `GPTConfig` (gpt.py): GPT-2 (Radford et al., 2019), its four released sizes and small
   ones for CPU training, loading and saving Hugging Face GPT-2 checkpoints.
+- `BertModel`, `BertConfig` (bert.py) and its heads (bert_heads.py): BERT (Devlin et al., 2019),
+  masked-LM and next-sentence pre-training, sequence/token classification and question
+  answering, loading and saving Hugging Face BERT checkpoints.
 - `generate`, `pad_prompts` (generation.py): greedy, temperature, top-k and top-p decoding of
   batched prompts with a KV cache, for any decoder-only model that has `make_cache()`.
 - Tokenizers (tokenizer.py): `ByteTokenizer`, `CharTokenizer`, `BPETokenizer` (GPT-2's
@@ -13,6 +16,11 @@ What is here:
 Each model file holds its config dataclass, the blocks only it has, the model and its
 checkpoint name mapping; attention, feed-forward, norms and positions come from `nn`.
 """
+from .bert import BertConfig, BertModel  # noqa: F401
+from .bert_heads import (  # noqa: F401
+    BertForMaskedLM, BertForNextSentencePrediction, BertForPreTraining, BertForQuestionAnswering,
+    BertForSequenceClassification, BertForTokenClassification,
+)
 from .generation import generate, pad_prompts  # noqa: F401
 from .gpt import GPT, GPTConfig  # noqa: F401
 from .tokenizer import (  # noqa: F401
