@@ -13,9 +13,9 @@ classifier on the pooled [CLS] output is fresh in both. Writes into --out (out/b
     python examples/finetune_bert.py --quick   # pre-trains first if there is no checkpoint
     python examples/finetune_bert.py --labelled 300 --epochs 10   # few labels
 
-Measured after the default pre-training (600 steps): pre-trained 49.4%, random init 58.7%. So
-short a pre-training has not learned enough to help yet (see README, BERT); the script says
-which model wins rather than assuming it.
+Measured after the default pre-training (1500 steps): pre-trained 66.3%, random init 57.6%
+(majority class 19.8%). After only 600 steps pre-training did not help yet (49.4% vs 58.7%; see
+README, BERT), so the script says which model wins rather than assuming it.
 """
 import argparse
 import collections

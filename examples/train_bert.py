@@ -6,8 +6,10 @@ Each docstring and each block of comment lines is a document, split into sentenc
 WordPiece vocabulary is trained on the rest, sentence pairs are drawn as in the paper (B follows
 A half of the time, otherwise it comes from another document), and 15% of the tokens are masked
 (80% [MASK], 10% random, 10% kept). As in the original implementation, the masked-LM head runs
-only at the masked positions. The default run (a 2-layer BERT of width 128, 600 steps of 32
-pairs) takes a few minutes on a 2-core CPU and writes into --out (out/bert):
+only at the masked positions. The default run (a 2-layer BERT of width 128, 1500 steps of 32
+pairs) takes about 5 minutes of one core (scaled from 126 s of CPU for 600 steps; 13 min
+wall on a shared machine), reaches 17.3%
+held-out masked-token and 66.0% next-sentence accuracy, and writes into --out (out/bert):
   model/             the pre-trained BertForPreTraining as a Hugging Face folder (config.json,
                      model.safetensors), with tokenizer.json and vocab.txt beside it
   loss.png           training loss and held-out accuracies (needs matplotlib)
@@ -47,10 +49,10 @@ def parse_args(argv=None):
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--heads", type=int, default=2)
     # optimisation: AdamW, linear warmup then linear decay (the paper's schedule)
-    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--steps", type=int, default=1500)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-3, help="peak; small models take large rates")
-    p.add_argument("--warmup", type=int, default=60)
+    p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--eval-pairs", type=int, default=512)
