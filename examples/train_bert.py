@@ -8,8 +8,8 @@ A half of the time, otherwise it comes from another document), and 15% of the to
 (80% [MASK], 10% random, 10% kept). As in the original implementation, the masked-LM head runs
 only at the masked positions. The default run (a 2-layer BERT of width 128, 1500 steps of 32
 pairs) takes about 5 minutes of one core (scaled from 126 s of CPU for 600 steps; 13 min
-wall on a shared machine), reaches 17.3%
-held-out masked-token and 66.0% next-sentence accuracy, and writes into --out (out/bert):
+wall on a shared machine), reaches 17.3% held-out masked-token and 66.0% next-sentence
+accuracy, and writes into --out (out/bert):
   model/             the pre-trained BertForPreTraining as a Hugging Face folder (config.json,
                      model.safetensors), with tokenizer.json and vocab.txt beside it
   loss.png           training loss and held-out accuracies (needs matplotlib)
