@@ -54,6 +54,7 @@ TARGETS = (
     ("generate", "B=8 KV cache, torch static", "tokens/s", "torch", ">=", 1.0),
     ("conv2d", None, "ms fwd+bwd", "torch", "<=", 2.0),
     ("vit_step", None, "ms/step", "torch", "<=", 1.3),
+    ("bert_step", None, "ms/step", "torch", "<=", 1.3),
 )
 
 

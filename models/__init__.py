@@ -3,12 +3,17 @@
 What is here:
 - `GPT`, `GPTConfig` (gpt.py): GPT-2 (Radford et al., 2019), its four released sizes and small
   ones for CPU training, loading and saving Hugging Face GPT-2 checkpoints.
+- `BertModel`, `BertConfig` (bert.py) and its heads (bert_heads.py): BERT (Devlin et al., 2019),
+  masked-LM and next-sentence pre-training, sequence/token classification and question
+  answering, loading and saving Hugging Face BERT checkpoints.
 - `generate`, `pad_prompts` (generation.py): greedy, temperature, top-k and top-p decoding of
   batched prompts with a KV cache, for any decoder-only model that has `make_cache()`.
 - `LoraConfig`, `get_peft_model`, `PeftModel` (lora.py): LoRA adapters (Hu et al., 2021) on any
   model, merged or not, several by name, read and written in peft's adapter format.
 - Tokenizers (tokenizer.py): `ByteTokenizer`, `CharTokenizer`, `BPETokenizer` (GPT-2's
-  byte-level BPE, through the `tokenizers` package), `load_tokenizer`.
+  byte-level BPE, through the `tokenizers` package), `WordPieceTokenizer` (BERT's),
+  `load_tokenizer`.
+- bert_data.py: BERT's masked-token collator and next-sentence pairs.
 - `ViTModel`, `ViTForImageClassification`, `ViTConfig` (vit.py): the Vision Transformer
   (Dosovitskiy et al., 2021) with Hugging Face ViT checkpoints; `SwinModel`,
   `SwinForImageClassification`, `SwinConfig` (swin.py): the shifted-window Transformer (Liu et
@@ -16,17 +21,24 @@ What is here:
 - attention_maps.py: attention rollout, per-head [CLS] maps and patch filters of a ViT, and
   their PNG grids; digits.py: scikit-learn's bundled digits (upsampled, seeded split) and a
   random-shift transform.
-- data.py: a corpus with nothing to download (the Python standard library's source) and
-  random training windows from a token stream.
+- data.py: corpora with nothing to download (the Python standard library's source, and its
+  docstrings and comments as English documents) and random training windows from a token
+  stream.
 
 Each model file holds its config dataclass, the blocks only it has, the model and its
 checkpoint name mapping; attention, feed-forward, norms and positions come from `nn`.
 """
+from .bert import BertConfig, BertModel  # noqa: F401
+from .bert_data import MLMCollator, collate_pairs, next_sentence_pairs  # noqa: F401
+from .bert_heads import (  # noqa: F401
+    BertForMaskedLM, BertForNextSentencePrediction, BertForPreTraining, BertForQuestionAnswering,
+    BertForSequenceClassification, BertForTokenClassification,
+)
 from .generation import generate, pad_prompts  # noqa: F401
 from .gpt import GPT, GPTConfig  # noqa: F401
 from .lora import LoraConfig, PeftModel, get_peft_model  # noqa: F401
 from .tokenizer import (  # noqa: F401
-    BPETokenizer, ByteTokenizer, CharTokenizer, Tokenizer, load_tokenizer,
+    BPETokenizer, ByteTokenizer, CharTokenizer, Tokenizer, WordPieceTokenizer, load_tokenizer,
 )
 from .vit import ViTConfig, ViTForImageClassification, ViTModel  # noqa: F401
 from .swin import SwinConfig, SwinForImageClassification, SwinModel  # noqa: F401

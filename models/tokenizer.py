@@ -8,6 +8,8 @@
 - `BPETokenizer`: byte-level BPE (Radford et al., 2019: GPT-2) through the Hugging Face
   `tokenizers` library, an optional dependency (`pip install tensorgrad[examples]`): train one
   on a corpus, or load a `tokenizer.json` or GPT-2's `vocab.json` + `merges.txt`.
+- `WordPieceTokenizer`: BERT's WordPiece, through `tokenizers` too: train one, or load a
+  `tokenizer.json` or BERT's `vocab.txt`.
 """
 import json
 import os
@@ -187,8 +189,10 @@ def load_tokenizer(path):
         vocab, merges = os.path.join(path, "vocab.json"), os.path.join(path, "merges.txt")
         if os.path.exists(vocab) and os.path.exists(merges):
             return BPETokenizer.from_gpt2_files(vocab, merges)
+        if os.path.exists(os.path.join(path, "vocab.txt")):  # BERT's WordPiece
+            return WordPieceTokenizer.from_vocab(os.path.join(path, "vocab.txt"))
         raise FileNotFoundError(f"load_tokenizer: {path} holds neither tokenizer.json nor "
-                                "vocab.json + merges.txt")
+                                "vocab.json + merges.txt nor vocab.txt")
     with open(path, encoding="utf-8") as f:
         spec = json.load(f)
     kind = spec.get("type") if isinstance(spec, dict) else None
@@ -196,6 +200,8 @@ def load_tokenizer(path):
         return CharTokenizer(spec["chars"])
     if kind == "byte":
         return ByteTokenizer()
+    if isinstance(spec, dict) and spec.get("model", {}).get("type") == "WordPiece":
+        return WordPieceTokenizer.from_file(path)
     if isinstance(spec, dict) and "model" in spec:
         return BPETokenizer.from_file(path)
     raise ValueError(f"load_tokenizer: {path} is not a tokenizer file (expected a 'type' of "
@@ -205,3 +211,95 @@ def load_tokenizer(path):
 def _write_json(path, spec):
     with open(path, "w", encoding="utf-8") as f:
         json.dump(spec, f, ensure_ascii=False)
+
+
+class WordPieceTokenizer(Tokenizer):
+    """BERT's WordPiece (Wu et al., 2016; Devlin et al., 2019) through the `tokenizers` library.
+
+    Text is cleaned and optionally lower-cased (BERT's normaliser, which also strips accents
+    when lower-casing), split on whitespace and punctuation, and each word is cut into the
+    longest pieces in the vocabulary from the left, pieces inside a word written "##piece"; a
+    word with no cut becomes [UNK]. Special tokens [PAD] [UNK] [CLS] [SEP] [MASK] come first,
+    ids 0-4, as in BERT's vocabularies ([PAD] = 0 is BertConfig's pad_token_id).
+
+    encode(text) gives [CLS] text [SEP] and encode(text, pair) [CLS] text [SEP] pair [SEP], as
+    Hugging Face's BERT tokenizers do (add_special_tokens=False for the pieces alone);
+    `encode_with_token_types` also gives the segment ids. Make one with `train`, `from_vocab`
+    (a BERT vocab.txt) or `from_file` (a tokenizer.json); `save` writes tokenizer.json and
+    `save_vocab` a vocab.txt that `transformers.BertTokenizerFast` reads.
+    """
+
+    SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+    def __init__(self, tokenizer):
+        missing = [t for t in self.SPECIAL_TOKENS if tokenizer.token_to_id(t) is None]
+        if missing:
+            raise ValueError(f"WordPieceTokenizer: the vocabulary lacks the special tokens "
+                             f"{missing}")
+        tk = _require_tokenizers()
+        cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+        tokenizer.post_processor = tk.processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+            special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+        self.tokenizer = tokenizer
+        self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+        self.special_tokens = {t: tokenizer.token_to_id(t) for t in self.SPECIAL_TOKENS}
+
+    @classmethod
+    def _bert(cls, model, lowercase):
+        tk = _require_tokenizers()
+        tokenizer = tk.Tokenizer(model)
+        tokenizer.normalizer = tk.normalizers.BertNormalizer(lowercase=lowercase)
+        tokenizer.pre_tokenizer = tk.pre_tokenizers.BertPreTokenizer()
+        tokenizer.decoder = tk.decoders.WordPiece(prefix="##")
+        return tokenizer
+
+    @classmethod
+    def train(cls, texts, vocab_size, lowercase=True, min_frequency=2):
+        """Learn a vocabulary of vocab_size pieces (the special tokens and every character
+        seen included; fewer if the corpus runs out) from `texts`, an iterable of strings."""
+        tk = _require_tokenizers()
+        tokenizer = cls._bert(tk.models.WordPiece(unk_token="[UNK]"), lowercase)
+        trainer = tk.trainers.WordPieceTrainer(
+            vocab_size=vocab_size, min_frequency=min_frequency,
+            special_tokens=list(cls.SPECIAL_TOKENS), show_progress=False)
+        tokenizer.train_from_iterator([texts] if isinstance(texts, str) else texts, trainer)
+        return cls(tokenizer)
+
+    @classmethod
+    def from_vocab(cls, path, lowercase=True):
+        """Load a BERT vocab.txt (one piece per line, the line number is its id)."""
+        tk = _require_tokenizers()
+        vocab = tk.models.WordPiece.read_file(os.fspath(path))
+        tokenizer = cls._bert(tk.models.WordPiece(vocab, unk_token="[UNK]"), lowercase)
+        tokenizer.add_special_tokens([t for t in cls.SPECIAL_TOKENS if t in vocab])
+        return cls(tokenizer)
+
+    @classmethod
+    def from_file(cls, path):
+        """Load a Hugging Face WordPiece `tokenizer.json`."""
+        return cls(_require_tokenizers().Tokenizer.from_file(os.fspath(path)))
+
+    def encode(self, text, pair=None, add_special_tokens=True):
+        return self.tokenizer.encode(text, pair, add_special_tokens=add_special_tokens).ids
+
+    def encode_with_token_types(self, text, pair=None):
+        """(ids, token_type_ids) of [CLS] text [SEP] (pair [SEP])."""
+        encoding = self.tokenizer.encode(text, pair)
+        return encoding.ids, encoding.type_ids
+
+    def decode(self, ids, skip_special_tokens=False):
+        return self.tokenizer.decode(_ids(ids), skip_special_tokens=skip_special_tokens)
+
+    def token_to_id(self, token):
+        return self.tokenizer.token_to_id(token)
+
+    def save(self, path):
+        self.tokenizer.save(os.fspath(path))
+
+    def save_vocab(self, path):
+        """Write vocab.txt: the pieces in id order."""
+        by_id = sorted(self.tokenizer.get_vocab(with_added_tokens=True).items(),
+                       key=lambda item: item[1])
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines(f"{token}\n" for token, _ in by_id)
