@@ -20,6 +20,7 @@ import warnings
 
 import tensorgrad as tg
 from tensorgrad import nn
+from tensorgrad.nn.attention_patterns import AttentionPattern, make_pattern
 from tensorgrad.nn.masks import padding_mask_from_attention_mask
 from tensorgrad.nn.transformer import EncoderBlock
 
@@ -51,6 +52,9 @@ class BertConfig:
     # For BertForSequenceClassification: "regression", "single_label_classification" or
     # "multi_label_classification"; None chooses from num_labels and the labels' dtype, as HF.
     problem_type: str | None = None
+    # Which keys a token sees: "dense" (BERT's), a pattern's name ("sliding_window", "bigbird",
+    # "strided", "linear") or an nn.attention_patterns object: the same field as GPTConfig's.
+    attention: str | AttentionPattern = "dense"
 
     def __post_init__(self):
         if self.hidden_size % self.num_attention_heads:
@@ -117,7 +121,12 @@ class BertConfig:
 
     def to_hf(self, architecture="BertModel"):
         """As a Hugging Face BertConfig dict (`architecture`: the class it was saved from)."""
+        if self.attention != "dense":
+            raise ValueError(f"BertConfig.to_hf: Hugging Face's BERT has only dense attention; "
+                             f"this model uses {self.attention!r}, which a BERT checkpoint would "
+                             "silently drop")
         hf = dataclasses.asdict(self)
+        hf.pop("attention")
         labels = hf.pop("num_labels")
         hf["id2label"] = {str(i): f"LABEL_{i}" for i in range(labels)}
         hf["label2id"] = {f"LABEL_{i}": i for i in range(labels)}
@@ -305,6 +314,9 @@ class BertModel(BertPreTrainedModel):
         self.embeddings = BertEmbeddings(config, **options)
         self.layers = nn.ModuleList([encoder_layer(config, **options)
                                      for _ in range(config.num_hidden_layers)])
+        pattern = make_pattern(config.attention)  # None: dense; one object, layouts made once
+        for layer in self.layers:
+            layer.self_attn.pattern = pattern
         self.pooler = BertPooler(config, **options) if add_pooling_layer else None
         self.reset_parameters()
 

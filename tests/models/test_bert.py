@@ -359,3 +359,25 @@ def test_forward_errors():
         model(ids, attention_mask=tg.ones(2, 5, dtype=tg.int64))
     with pytest.raises(ValueError, match="token_type_ids must have shape"):
         model(ids, token_type_ids=tg.zeros(3, 4, dtype=tg.int64))
+
+
+def test_an_attention_pattern_equals_dense_bert_with_its_mask():
+    from tensorgrad.nn.attention_patterns import SlidingWindow
+
+    pattern = SlidingWindow(window=2, global_tokens=1, block_size=4)
+    config = models.BertConfig.bert_tiny(vocab_size=50, attention_probs_dropout_prob=0.0,
+                                         hidden_dropout_prob=0.0)
+    dense = models.BertModel(config, dtype=tg.float64).eval()
+    sparse = models.BertModel(models.BertConfig.bert_tiny(
+        vocab_size=50, attention=pattern), dtype=tg.float64).eval()
+    sparse.load_state_dict(dense.state_dict())
+    ids, lengths = tg.randint(1, 50, (2, 12)), tg.tensor([12, 9])
+    padding = tg.arange(12).unsqueeze(0) < lengths.unsqueeze(1)  # (B, T) True at tokens
+    mask = pattern.mask(12).unsqueeze(0) & padding.unsqueeze(1)  # (B, Tq, Tk)
+    want = dense(ids, attention_mask=mask.long()).last_hidden_state
+    got = sparse(ids, attention_mask=padding.long()).last_hidden_state
+    np.testing.assert_allclose(got.detach().numpy()[1, :9], want.detach().numpy()[1, :9],
+                               atol=1e-10)
+    np.testing.assert_allclose(got.detach().numpy()[0], want.detach().numpy()[0], atol=1e-10)
+    with pytest.raises(ValueError, match="only dense attention"):
+        sparse.config.to_hf()
