@@ -83,7 +83,7 @@ def main(argv=None):
     def accuracy(x, y):
         model.eval()
         with tg.no_grad():
-            correct = sum((model(x[i:i + 256])[0].argmax(dim=1) == y[i:i + 256]).sum().item()
+            correct = sum((model(x[i:i + 256]).logits.argmax(dim=1) == y[i:i + 256]).sum().item()
                           for i in range(0, x.shape[0], 256))
         model.train()
         return correct / x.shape[0]
@@ -97,7 +97,7 @@ def main(argv=None):
         losses = []
         for i in range(0, x_train.shape[0], BATCH):
             batch = order[i:i + BATCH]
-            _, loss = model(augment(x_train[batch]), labels=y_train[batch])
+            loss = model(augment(x_train[batch]), labels=y_train[batch]).loss
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -175,7 +175,7 @@ def draw(args, model, history, x_test, y_test):
     images, labels = x_test[:6], y_test[:6]
     model.eval()
     with tg.no_grad():
-        predictions = model(images)[0].argmax(dim=1)
+        predictions = model(images).logits.argmax(dim=1)
     maps = vit_attention_maps(model, images)
     print("attention maps:", save_attention_grid(os.path.join(args.out, "attention.png"), images,
                                                  maps, labels, predictions))

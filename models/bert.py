@@ -25,6 +25,7 @@ from tensorgrad.nn.masks import padding_mask_from_attention_mask
 from tensorgrad.nn.transformer import EncoderBlock
 
 from . import hub
+from .outputs import BaseModelOutputWithPooling
 
 # Hugging Face's hidden_act names -> nn.FeedForward's. BERT uses the exact (erf) GELU.
 HIDDEN_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
@@ -132,36 +133,6 @@ class BertConfig:
         hf["label2id"] = {f"LABEL_{i}": i for i in range(labels)}
         return {"model_type": "bert", "architectures": [architecture],
                 "position_embedding_type": "absolute", "tie_word_embeddings": True, **hf}
-
-
-# --- outputs ------------------------------------------------------------------------------------
-class ModelOutput:
-    """Hugging Face's ModelOutput in small: fields by attribute (`out.logits`) or by name
-    (`out["logits"]`), and by position or unpacking over the fields that are not None."""
-
-    def to_tuple(self):
-        return tuple(v for v in (getattr(self, f.name) for f in dataclasses.fields(self))
-                     if v is not None)
-
-    def keys(self):
-        return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) is not None]
-
-    def __getitem__(self, key):
-        return getattr(self, key) if isinstance(key, str) else self.to_tuple()[key]
-
-    def __iter__(self):
-        return iter(self.to_tuple())
-
-
-@dataclasses.dataclass
-class BaseModelOutputWithPooling(ModelOutput):
-    """last_hidden_state (B, T, C); pooler_output (B, C) or None without a pooler;
-    hidden_states: the embeddings' output and each layer's, num_hidden_layers + 1 of (B, T, C);
-    attentions: each layer's probabilities (B, H, T, T)."""
-    last_hidden_state: tg.Tensor
-    pooler_output: tg.Tensor | None = None
-    hidden_states: tuple | None = None
-    attentions: tuple | None = None
 
 
 # --- the encoder --------------------------------------------------------------------------------

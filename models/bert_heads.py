@@ -12,7 +12,8 @@ import tensorgrad as tg
 import tensorgrad.nn.functional as F
 from tensorgrad import nn
 
-from .bert import HIDDEN_ACTIVATIONS, BertModel, BertPreTrainedModel, ModelOutput
+from .bert import HIDDEN_ACTIVATIONS, BertModel, BertPreTrainedModel
+from .outputs import LogitsOutput, ModelOutput
 
 # The masked-LM transform's activation, by nn.FeedForward's name for it
 _FUNCTIONS = {"gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
@@ -20,16 +21,6 @@ _FUNCTIONS = {"gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh
 
 
 # --- outputs ------------------------------------------------------------------------------------
-@dataclasses.dataclass
-class LogitsOutput(ModelOutput):
-    """What the masked-LM, next-sentence and classification heads return (HF's MaskedLMOutput,
-    NextSentencePredictorOutput, SequenceClassifierOutput, TokenClassifierOutput)."""
-    loss: tg.Tensor | None = None
-    logits: tg.Tensor | None = None
-    hidden_states: tuple | None = None
-    attentions: tuple | None = None
-
-
 @dataclasses.dataclass
 class PreTrainingOutput(ModelOutput):
     """loss = masked-LM loss + next-sentence loss (when both label sets are given)."""

@@ -22,8 +22,9 @@ import tensorgrad.nn.functional as F
 from tensorgrad import nn
 
 from . import hub
+from .outputs import BaseModelOutputWithPooling, LogitsOutput
 from .vit import (
-    HF_ACTIVATIONS, PatchEmbeddings, VisionOutput, classification_loss, drop_qkv_biases,
+    HF_ACTIVATIONS, PatchEmbeddings, classification_loss, drop_qkv_biases,
     labels_to_hf, load_hf_state, num_labels_from_hf, reset_parameters, resize_positions,
     save_hf_folder,
 )
@@ -348,9 +349,9 @@ class SwinEmbeddings(nn.Module):
 
 
 class SwinModel(nn.Module):
-    """The Swin encoder. pixel_values (B, C, H, W) -> VisionOutput with last_hidden_state
-    (B, h w, num_features) for the last stage's h x w grid, and pooler_output, its mean over
-    tokens (B, num_features), with add_pooling_layer (Hugging Face's default: True).
+    """The Swin encoder. pixel_values (B, C, H, W) -> a BaseModelOutputWithPooling:
+    last_hidden_state (B, h w, num_features) for the last stage's h x w grid, and pooler_output,
+    its mean over tokens (B, num_features), with add_pooling_layer (Hugging Face's default: True).
 
     Parameters: `embeddings`, `stages.{i}.blocks.{j}`, `stages.{i}.downsample`, `layernorm`.
     """
@@ -381,7 +382,7 @@ class SwinModel(nn.Module):
             hidden.append(x)
             attentions.append(weights)
         x = self.layernorm(x)  # (B, H W, num_features)
-        return VisionOutput(x, x.mean(dim=1) if self.add_pooling_layer else None,
+        return BaseModelOutputWithPooling(x, x.mean(dim=1) if self.add_pooling_layer else None,
                             tuple(hidden) if output_hidden_states else None,
                             tuple(attentions) if output_attentions else None)
 
@@ -421,7 +422,7 @@ class SwinForImageClassification(nn.Module):
         loss = None
         if labels is not None:
             loss = classification_loss(logits, labels, self.config.problem_type)
-        return logits, loss
+        return LogitsOutput(loss=loss, logits=logits)
 
     def summary(self):
         return _summary(self)

@@ -21,6 +21,7 @@ from tensorgrad import nn
 from tensorgrad.nn.transformer import EncoderBlock
 
 from . import hub
+from .outputs import BaseModelOutputWithPooling, LogitsOutput
 
 # Hugging Face's hidden_act names -> FeedForward's activation names.
 HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
@@ -242,19 +243,6 @@ def resize_positions(positions, height, width):
 
 
 # --- models -----------------------------------------------------------------------------------
-@dataclasses.dataclass
-class VisionOutput:
-    """What ViTModel and SwinModel return (Hugging Face's field names).
-    last_hidden_state: (B, T, D) after the final LayerNorm. pooler_output: (B, D') or None.
-    hidden_states: with output_hidden_states, the embeddings' output and each block's (ViT) or
-    stage's (Swin) output, before the final LayerNorm. attentions: with output_attentions, each
-    block's attention probabilities (B, H, T, T) (Swin: (B * windows, H, w^2, w^2))."""
-    last_hidden_state: tg.Tensor
-    pooler_output: tg.Tensor | None = None
-    hidden_states: tuple | None = None
-    attentions: tuple | None = None
-
-
 class ViTPooler(nn.Module):
     """Hugging Face's pooler: dense + activation on the [CLS] token. (B, T, D) -> (B, D')."""
 
@@ -272,7 +260,7 @@ class ViTPooler(nn.Module):
 
 
 class ViTModel(nn.Module):
-    """The ViT encoder. pixel_values (B, C, H, W) -> VisionOutput with last_hidden_state
+    """The ViT encoder. pixel_values (B, C, H, W) -> a BaseModelOutputWithPooling: last_hidden_state
     (B, 1 + N, hidden_size), token 0 being [CLS].
 
     Parameters: `embeddings` (cls_token, position_embeddings, patch_embeddings.projection),
@@ -315,7 +303,7 @@ class ViTModel(nn.Module):
             x = block(x)  # (B, T, D)
             hidden.append(x)
         x = self.layernorm(x)  # (B, T, D)
-        return VisionOutput(x, self.pooler(x) if self.pooler is not None else None,
+        return BaseModelOutputWithPooling(x, self.pooler(x) if self.pooler is not None else None,
                             tuple(hidden) if output_hidden_states else None,
                             tuple(attentions) if output_attentions else None)
 
@@ -354,13 +342,14 @@ class ViTForImageClassification(nn.Module):
 
     def forward(self, pixel_values, labels=None, interpolate_pos_encoding=False):
         """labels: (B,) int64 class ids (or floats, see ViTConfig.problem_type).
-        Returns (logits (B, num_labels), loss: the mean loss, or None without labels)."""
+        Returns a LogitsOutput: .logits (B, num_labels), .loss (the mean loss; None without
+        labels), and out[0] is the loss when there is one, as in Hugging Face."""
         x = self.vit(pixel_values, interpolate_pos_encoding).last_hidden_state  # (B, T, D)
         logits = self.classifier(x[:, 0])  # (B, num_labels)
         loss = None
         if labels is not None:
             loss = classification_loss(logits, labels, self.config.problem_type)
-        return logits, loss
+        return LogitsOutput(loss=loss, logits=logits)
 
     def summary(self):
         return _summary(self, self.config, self.vit.blocks)

@@ -41,7 +41,7 @@ def _tensorgrad(env, config):
 
     def step(pixels, labels):
         optimizer.zero_grad()
-        model(pixels, labels=labels)[1].backward()
+        model(pixels, labels=labels).loss.backward()
         optimizer.step()
     return step
 

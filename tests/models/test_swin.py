@@ -95,7 +95,8 @@ def test_model_matches_transformers(hf_swin):
     theirs = hf(torch.from_numpy(x), labels=torch.from_numpy(labels), output_hidden_states=True,
                 output_attentions=True)
     theirs.loss.backward()
-    logits, loss = model(tg.tensor(x), labels=tg.tensor(labels))
+    out = model(tg.tensor(x), labels=tg.tensor(labels))
+    logits, loss = out.logits, out.loss
     loss.backward()
     _close(logits, theirs.logits)
     assert loss.item() == pytest.approx(theirs.loss.item(), abs=1e-4)
@@ -150,7 +151,7 @@ def test_save_pretrained_loads_in_transformers(tmp_path):
     with torch.no_grad():
         expected = hf(torch.from_numpy(x)).logits
     with tg.no_grad():
-        logits, _ = model(tg.tensor(x))
+        logits = model(tg.tensor(x)).logits
     _close(logits, expected, atol=1e-5)
     again = SwinForImageClassification.from_pretrained(tmp_path)
     for (name, a), b in zip(model.state_dict().items(), again.state_dict().values()):
@@ -162,15 +163,16 @@ def test_training_mode_drop_path_float64_and_errors():
     x = tg.randn(4, 3, 16, 16, dtype=tg.float64)
     model.eval()
     with tg.no_grad():
-        a, b = model(x)[0], model(x)[0]
+        a, b = model(x).logits, model(x).logits
     np.testing.assert_array_equal(a.numpy(), b.numpy())  # no stochastic depth in eval
     model.train()
-    logits, loss = model(x, labels=tg.tensor([0, 1, 2, 0]))
+    out = model(x, labels=tg.tensor([0, 1, 2, 0]))
+    logits, loss = out.logits, out.loss
     assert logits.dtype == tg.float64
     loss.backward()
     assert all(p.grad is not None for p in model.parameters())
     # 12 px: a 6 x 6 grid padded to 8 x 8 for its windows, then 3 x 3, under one window
     # shrunk to 3 x 3 that reads the 4 x 4 window's bias table
-    assert model(tg.randn(1, 3, 12, 12, dtype=tg.float64))[0].shape == (1, 3)
+    assert model(tg.randn(1, 3, 12, 12, dtype=tg.float64)).logits.shape == (1, 3)
     with pytest.raises(ValueError, match=r"expected pixel_values of shape \(B, 3, H, W\)"):
         model(tg.randn(1, 1, 16, 16))

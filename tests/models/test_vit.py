@@ -130,7 +130,8 @@ def test_classifier_logits_loss_and_gradients_match_transformers(hf_vit):
     hf.zero_grad()
     theirs = hf(torch.from_numpy(x), labels=torch.from_numpy(labels))
     theirs.loss.backward()
-    logits, loss = model(tg.tensor(x), labels=tg.tensor(labels))
+    out = model(tg.tensor(x), labels=tg.tensor(labels))
+    logits, loss = out.logits, out.loss
     loss.backward()
     _close(logits, theirs.logits)
     assert loss.item() == pytest.approx(theirs.loss.item(), abs=1e-4)
@@ -183,7 +184,7 @@ def test_save_pretrained_loads_in_transformers(tmp_path, qkv_bias):
     with torch.no_grad():
         expected = hf(torch.from_numpy(x)).logits
     with tg.no_grad():
-        logits, _ = model(tg.tensor(x))
+        logits = model(tg.tensor(x)).logits
     _close(logits, expected, atol=1e-5)
     again = ViTForImageClassification.from_pretrained(tmp_path)
     for (name, a), b in zip(model.state_dict().items(), again.state_dict().values()):
@@ -203,13 +204,15 @@ def test_from_pretrained_rejects_a_different_model(tmp_path):
 
 def test_input_errors_float64_and_losses():
     model = ViTForImageClassification(ViTConfig.tiny(), dtype=tg.float64)
-    logits, loss = model(tg.randn(2, 3, 8, 8), labels=tg.tensor([0, 2]))
+    out = model(tg.randn(2, 3, 8, 8), labels=tg.tensor([0, 2]))
+    logits, loss = out.logits, out.loss
+    assert out[0] is loss and out[1] is logits  # by position as Hugging Face: the loss first
     assert logits.dtype == tg.float64 and loss.dtype == tg.float64
     with pytest.raises(ValueError, match=r"expected pixel_values of shape \(B, 3, H, W\)"):
         model(tg.randn(2, 1, 8, 8))
     regression = ViTForImageClassification(ViTConfig.tiny(num_labels=1))
-    _, loss = regression(tg.randn(2, 3, 8, 8), labels=tg.tensor([0.5, -1.0]))
+    loss = regression(tg.randn(2, 3, 8, 8), labels=tg.tensor([0.5, -1.0])).loss
     assert loss.shape == ()
     multi = ViTForImageClassification(ViTConfig.tiny())
-    _, loss = multi(tg.randn(2, 3, 8, 8), labels=tg.tensor([[1.0, 0, 1], [0, 0, 1]]))
+    loss = multi(tg.randn(2, 3, 8, 8), labels=tg.tensor([[1.0, 0, 1], [0, 0, 1]])).loss
     assert loss.item() > 0
