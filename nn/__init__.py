@@ -33,7 +33,7 @@ from . import masks, positional  # noqa: F401
 from .attention import Attention, KVCache, MultiheadAttention  # noqa: F401
 from .feedforward import FeedForward  # noqa: F401
 from .positional import (  # noqa: F401
-    LearnedPositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding,
+    LearnedPositionalEncoding, RelativePositionBias, RotaryEmbedding, SinusoidalPositionalEncoding,
 )
 from .transformer import DecoderBlock, EncoderBlock  # noqa: F401
 from .distance import CosineSimilarity, PairwiseDistance, TripletMarginLoss  # noqa: F401
