@@ -5,6 +5,9 @@ What is here:
   ones for CPU training, loading and saving Hugging Face GPT-2 checkpoints.
 - `generate`, `pad_prompts` (generation.py): greedy, temperature, top-k and top-p decoding of
   batched prompts with a KV cache, for any decoder-only model that has `make_cache()`.
+- `T5Config`, `T5ForConditionalGeneration`, `T5EncoderModel` (t5.py): T5 v1.0 and v1.1
+  (Raffel et al., 2020) with Hugging Face checkpoints; `Seq2SeqTransformer`,
+  `TransformerConfig` (transformer.py): the original encoder-decoder (Vaswani et al., 2017).
 - Tokenizers (tokenizer.py): `ByteTokenizer`, `CharTokenizer`, `BPETokenizer` (GPT-2's
   byte-level BPE, through the `tokenizers` package), `load_tokenizer`.
 - data.py: a corpus with nothing to download (the Python standard library's source) and
@@ -15,6 +18,8 @@ checkpoint name mapping; attention, feed-forward, norms and positions come from 
 """
 from .generation import generate, pad_prompts  # noqa: F401
 from .gpt import GPT, GPTConfig  # noqa: F401
+from .t5 import T5Config, T5EncoderModel, T5ForConditionalGeneration  # noqa: F401
+from .transformer import Seq2SeqTransformer, TransformerConfig  # noqa: F401
 from .tokenizer import (  # noqa: F401
     BPETokenizer, ByteTokenizer, CharTokenizer, Tokenizer, load_tokenizer,
 )
