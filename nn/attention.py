@@ -72,6 +72,20 @@ class KVCache:
         buffer[..., length:length + added, :] = new
         return buffer[..., :length + added, :]
 
+    def reorder(self, indices):
+        """Keep the batch rows `indices` (B_new,) int64, in that order: beam search continues
+        some hypotheses twice and drops others (Hugging Face's `reorder_cache`)."""
+        if self.key is None:
+            return
+        length = len(self)
+        for i, name in enumerate(("key", "value")):
+            buffer = self._storage[i]
+            if buffer is None:
+                setattr(self, name, getattr(self, name).index_select(0, indices))
+            else:  # the whole buffer, so that appending keeps writing in place
+                self._storage[i] = buffer.index_select(0, indices)
+                setattr(self, name, self._storage[i][..., :length, :])
+
     def reset(self):
         self.key = self.value = None
         self._storage = [None, None]

@@ -435,3 +435,20 @@ def test_head_dim_and_scale_follow_torch_sdpa(fused):
     np.testing.assert_allclose(_np(attn(x, attn_mask=bias)), expected.numpy(), atol=1e-5)
     weights = attn.attention_weights(x, attn_mask=bias)
     np.testing.assert_allclose(_np(weights.sum(-1)), np.ones((2, 3, 4)), atol=1e-6)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_cache_reorder_keeps_the_chosen_rows_and_decoding_continues(grad):
+    """Beam search: rows (2, 0, 0) of a 3-row cache, then one more token, equals decoding
+    those prompts from scratch."""
+    attn = Attention(8, 2)
+    prompts, token = tg.randn(3, 4, 8), tg.randn(3, 1, 8)
+    with tg.set_grad_enabled(grad):
+        cache = KVCache()
+        attn(prompts, is_causal=True, cache=cache)
+        rows = tg.tensor([2, 0, 0])
+        cache.reorder(rows)
+        out = attn(token, is_causal=True, cache=cache)
+        full = attn(tg.cat([prompts[rows], token], dim=1), is_causal=True)
+    assert len(cache) == 5 and cache.key.shape[0] == 3
+    np.testing.assert_allclose(_np(out)[:, 0], _np(full)[:, -1], atol=1e-6)
