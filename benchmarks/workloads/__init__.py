@@ -13,7 +13,8 @@ import numpy
 
 from .. import timing
 
-NAMES = ("matmul", "op_overhead", "mlp_step", "gpt_step", "attention", "generate", "conv2d")
+NAMES = ("matmul", "op_overhead", "mlp_step", "gpt_step", "attention", "generate", "conv2d",
+         "t5_step")
 BUDGETS = {"full": timing.FULL, "quick": timing.QUICK, "tiny": timing.TINY}
 
 
