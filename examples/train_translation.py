@@ -147,9 +147,10 @@ def cross_attention(model, number):
 
 
 def show_attention(words, digits, weights, path):
-    print("cross-attention (rows: output words, columns: source digits):")
+    """Row i is the decoder step that outputs word i (its query is the word before)."""
+    print("cross-attention (rows: the word being output, columns: source digits):")
     print(" " * 10 + "".join(f"{d:>6}" for d in digits + ["</s>"]))
-    for word, row in zip(["<s>"] + words, weights):
+    for word, row in zip(words + ["</s>"], weights):
         print(f"{word:>10}" + "".join(f"{w:6.2f}" for w in row))
     try:
         import matplotlib
@@ -160,8 +161,9 @@ def show_attention(words, digits, weights, path):
     fig, ax = plt.subplots(figsize=(4, 4))
     ax.imshow(weights, cmap="viridis")
     ax.set_xticks(range(len(digits) + 1), digits + ["</s>"])
-    ax.set_yticks(range(len(words) + 1), ["<s>"] + words)
-    ax.set_xlabel("source")
+    ax.set_yticks(range(len(words) + 1), words + ["</s>"])
+    ax.set_xlabel("source digits")
+    ax.set_ylabel("output word")
     ax.set_title("cross-attention, last decoder block")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -90,7 +90,9 @@ def positions_from_mask(attention_mask):
 # --- the loop ----------------------------------------------------------------------------------
 @tg.no_grad()
 def generate(model, input_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
-             stop_tokens=(), seed=None, attention_mask=None, use_cache=True, pad_token_id=None):
+             stop_tokens=(), seed=None, attention_mask=None, use_cache=True, pad_token_id=None,
+             num_beams=1, length_penalty=1.0, early_stopping=False, no_repeat_ngram_size=0,
+             num_return_sequences=1):
     """Extend each prompt by up to max_new_tokens tokens. Runs under no_grad, in eval mode
     (the model's mode is restored afterwards).
 
@@ -107,7 +109,12 @@ def generate(model, input_ids, max_new_tokens, temperature=1.0, top_k=None, top_
         per step, instead of re-running the whole sequence; the tokens are the same.
         Past `model.max_positions` tokens the context slides (the last max_positions tokens),
         and each step recomputes that window: learned positions cannot slide inside a cache.
-    Returns (B, T + n) int64 ids, the prompts followed by n <= max_new_tokens new tokens.
+    num_beams > 1: beam search instead (`beam_search`, Hugging Face's rules; the first stop
+        token is its end of sequence), with length_penalty, early_stopping,
+        no_repeat_ngram_size and num_return_sequences as in `generate_seq2seq`; the prompt
+        and the new tokens must fit max_positions.
+    Returns (B, T + n) int64 ids, the prompts followed by n <= max_new_tokens new tokens
+    (beam search: B * num_return_sequences rows).
     """
     if input_ids.ndim != 2 or input_ids.dtype.kind not in "iu":
         raise ValueError(f"generate: input_ids must be (B, T) integer ids, got {input_ids.dtype} "
@@ -123,6 +130,10 @@ def generate(model, input_ids, max_new_tokens, temperature=1.0, top_k=None, top_
     was_training = model.training
     model.eval()
     try:
+        if num_beams > 1:
+            return _beam_generate(model, input_ids, max_new_tokens, attention_mask, use_cache,
+                                  num_beams, stop_tokens, pad, length_penalty, early_stopping,
+                                  no_repeat_ngram_size, num_return_sequences)
         ids, mask = input_ids, attention_mask
         cache = model.make_cache() if use_cache else None
         unseen = ids  # the columns the cache has not seen yet
@@ -364,3 +375,39 @@ class _DecoderSteps:
         if self.cache is not None:
             for self_attention, _ in self.cache:
                 self_attention.reorder(indices)
+
+
+def _beam_generate(model, input_ids, max_new_tokens, attention_mask, use_cache, num_beams,
+                   stop_tokens, pad, length_penalty, early_stopping, no_repeat_ngram_size,
+                   num_return_sequences):
+    """`generate`'s beam search for a decoder-only model: each prompt repeated num_beams
+    times, the mask growing by one column per step, the KV cache reordered with the beams."""
+    B, T = input_ids.shape
+    if T + max_new_tokens > model.max_positions:
+        raise ValueError(f"generate: beam search needs the prompt ({T}) and max_new_tokens "
+                         f"({max_new_tokens}) within max_positions={model.max_positions}")
+    if not stop_tokens:
+        raise ValueError("generate: beam search needs stop_tokens (the first ends a sequence)")
+    ids = input_ids.repeat_interleave(num_beams, dim=0)
+    mask = None if attention_mask is None else attention_mask.repeat_interleave(num_beams, 0)
+    cache = model.make_cache() if use_cache else None
+
+    def step(rows):
+        past = len(cache[0]) if cache else 0
+        step_mask, positions = None, None
+        if mask is not None:
+            grown = rows.shape[1] - mask.shape[1]
+            step_mask = tg.cat([mask, tg.ones(mask.shape[0], grown, dtype=mask.dtype,
+                                              device=mask.device)], dim=1)
+            positions = positions_from_mask(step_mask)[:, past:]
+        logits, _ = model(rows[:, past:], attention_mask=step_mask, position_ids=positions,
+                          cache=cache)
+        return logits[:, -1]
+
+    def reorder(indices):
+        for layer in cache or ():
+            layer.reorder(indices)
+
+    return beam_search(step, ids, num_beams, T + max_new_tokens, stop_tokens[0], pad,
+                       length_penalty, early_stopping, no_repeat_ngram_size,
+                       num_return_sequences, reorder=reorder)
