@@ -84,13 +84,13 @@ class T5Config:
     def t5_v1_1_small(cls, **overrides):
         return cls(**{"d_ff": 1024, "num_layers": 8, "num_heads": 6,
                       "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False,
-                      "dropout_rate": 0.0, **overrides})
+                      **overrides})
 
     @classmethod
     def t5_v1_1_base(cls, **overrides):
         return cls(**{"d_model": 768, "d_ff": 2048, "num_layers": 12, "num_heads": 12,
                       "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False,
-                      "dropout_rate": 0.0, **overrides})
+                      **overrides})
 
     @classmethod
     def tiny(cls, **overrides):
