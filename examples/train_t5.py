@@ -7,9 +7,12 @@ One model, one vocabulary (characters: T5's <pad>, </s>, <unk>, the printable AS
 characters, and sentinels <extra_id_i> at the end), one loss. Held-out examples (never seen in
 training) are decoded with beam search and scored by exact match.
 
-Stage 1 shows T5's pre-training objective (models/span_corruption.py) on stdlib text: a few
-hundred steps of predicting dropped spans from sentinels. Stage 2 trains the tasks. The
-default run takes a few minutes on a 2-core CPU; --quick is a smoke test.
+Stage 1 shows T5's pre-training objective (models/span_corruption.py) on stdlib text: 100
+steps of predicting dropped spans from sentinels. Stage 2 trains the tasks. The default run
+(205k parameters, 1,500 steps of 64) takes about 90 s of CPU (more wall time on a busy
+machine) and measured, on 200 held-out examples per task with 3 beams: sort 99.5%, reverse
+85.5%, add 10.0% (addition's carries need a longer run; the 95% goal is not reached yet).
+--quick is a smoke test.
 
     python examples/train_t5.py
     python examples/train_t5.py --quick
@@ -41,10 +44,10 @@ def parse_args(argv=None):
     p.add_argument("--layers", type=int, default=2, help="in each of encoder and decoder")
     p.add_argument("--d-ff", type=int, default=192)
     p.add_argument("--pretrain-steps", type=int, default=100, help="span corruption on stdlib")
-    p.add_argument("--steps", type=int, default=2500, help="multi-task training steps")
+    p.add_argument("--steps", type=int, default=1500, help="multi-task training steps")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--max-len", type=int, default=5, help="longest string to reverse or sort")
+    p.add_argument("--max-len", type=int, default=6, help="longest string to reverse or sort")
     p.add_argument("--held-out", type=int, default=200, help="test examples per task")
     p.add_argument("--num-beams", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
@@ -90,7 +93,6 @@ def make_example(task, rng, max_len):
 
 
 TASKS = ("reverse", "sort", "add")
-MIXTURE = (0.3, 0.2, 0.5)  # of each batch: addition, the carry, takes the longest to learn
 
 
 def held_out_set(args):
@@ -179,7 +181,7 @@ def main(argv=None):
     def task_batch():
         pairs = []
         while len(pairs) < args.batch_size:
-            pair = make_example(rng.choices(TASKS, MIXTURE)[0], rng, args.max_len)
+            pair = make_example(rng.choice(TASKS), rng, args.max_len)
             if pair not in unseen:
                 pairs.append(pair)
         return batch(pairs)

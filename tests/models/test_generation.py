@@ -134,7 +134,7 @@ def test_generate_runs_without_grad_and_restores_the_mode(model):
         generate(model, tg.tensor([[1, 2]]), 3, attention_mask=tg.tensor([[1]]))
 
 
-# --- beam search for decoder-only models ------------------------------------------------------------
+# --- beam search for decoder-only models --------------------------------------------------------
 @pytest.fixture(scope="module")
 def gpt_pair(tmp_path_factory):
     """(transformers GPT-2, ours loaded from it); a scaled-up embedding makes the next-token
