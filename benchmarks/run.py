@@ -55,6 +55,7 @@ TARGETS = (
     ("conv2d", None, "ms fwd+bwd", "torch", "<=", 2.0),
     ("vit_step", None, "ms/step", "torch", "<=", 1.3),
     ("bert_step", None, "ms/step", "torch", "<=", 1.3),
+    ("t5_step", None, "ms/step", "torch", "<=", 1.3),
 )
 
 

@@ -10,9 +10,13 @@ What is here:
   batched prompts with a KV cache, for any decoder-only model that has `make_cache()`.
 - `LoraConfig`, `get_peft_model`, `PeftModel` (lora.py): LoRA adapters (Hu et al., 2021) on any
   model, merged or not, several by name, read and written in peft's adapter format.
+- `T5Config`, `T5ForConditionalGeneration`, `T5EncoderModel` (t5.py): T5 v1.0 and v1.1
+  (Raffel et al., 2020) with Hugging Face checkpoints; `Seq2SeqTransformer`,
+  `TransformerConfig` (transformer.py): the original encoder-decoder (Vaswani et al., 2017).
 - Tokenizers (tokenizer.py): `ByteTokenizer`, `CharTokenizer`, `BPETokenizer` (GPT-2's
   byte-level BPE, through the `tokenizers` package), `WordPieceTokenizer` (BERT's),
-  `load_tokenizer`.
+  `UnigramTokenizer` (T5's, with its sentinels), `load_tokenizer`.
+- span_corruption.py: T5's span-corruption pre-training objective.
 - bert_data.py: BERT's masked-token collator and next-sentence pairs.
 - `ViTModel`, `ViTForImageClassification`, `ViTConfig` (vit.py): the Vision Transformer
   (Dosovitskiy et al., 2021) with Hugging Face ViT checkpoints; `SwinModel`,
@@ -37,8 +41,11 @@ from .bert_heads import (  # noqa: F401
 from .generation import generate, pad_prompts  # noqa: F401
 from .gpt import GPT, GPTConfig  # noqa: F401
 from .lora import LoraConfig, PeftModel, get_peft_model  # noqa: F401
+from .t5 import T5Config, T5EncoderModel, T5ForConditionalGeneration  # noqa: F401
+from .transformer import Seq2SeqTransformer, TransformerConfig  # noqa: F401
 from .tokenizer import (  # noqa: F401
-    BPETokenizer, ByteTokenizer, CharTokenizer, Tokenizer, WordPieceTokenizer, load_tokenizer,
+    BPETokenizer, ByteTokenizer, CharTokenizer, Tokenizer, UnigramTokenizer, WordPieceTokenizer,
+    load_tokenizer,
 )
 from .vit import ViTConfig, ViTForImageClassification, ViTModel  # noqa: F401
 from .swin import SwinConfig, SwinForImageClassification, SwinModel  # noqa: F401

@@ -10,6 +10,8 @@
   on a corpus, or load a `tokenizer.json` or GPT-2's `vocab.json` + `merges.txt`.
 - `WordPieceTokenizer`: BERT's WordPiece, through `tokenizers` too: train one, or load a
   `tokenizer.json` or BERT's `vocab.txt`.
+- `UnigramTokenizer`: SentencePiece's unigram language model (Kudo, 2018), T5's tokenizer,
+  through `tokenizers`, with T5's special ids and sentinel tokens.
 """
 import json
 import os
@@ -202,6 +204,8 @@ def load_tokenizer(path):
         return ByteTokenizer()
     if isinstance(spec, dict) and spec.get("model", {}).get("type") == "WordPiece":
         return WordPieceTokenizer.from_file(path)
+    if isinstance(spec, dict) and spec.get("model", {}).get("type") == "Unigram":
+        return UnigramTokenizer.from_file(path)
     if isinstance(spec, dict) and "model" in spec:
         return BPETokenizer.from_file(path)
     raise ValueError(f"load_tokenizer: {path} is not a tokenizer file (expected a 'type' of "
@@ -303,3 +307,48 @@ class WordPieceTokenizer(Tokenizer):
                        key=lambda item: item[1])
         with open(path, "w", encoding="utf-8") as f:
             f.writelines(f"{token}\n" for token, _ in by_id)
+class UnigramTokenizer(BPETokenizer):
+    """SentencePiece's unigram language model (Kudo, 2018), the tokenizer of T5: a vocabulary
+    of pieces with probabilities, each text split into its most likely pieces (Viterbi); the
+    text is NFKC-normalised and spaces become the "\u2581" that starts a word, so decoding
+    restores them. Wraps a `tokenizers.Tokenizer` as BPETokenizer does (from_file, save, encode,
+    decode, token_to_id are the same).
+
+    T5's layout of ids: <pad> = 0, </s> = 1, <unk> = 2, then the pieces, then the sentinels
+    <extra_id_{n-1}> ... <extra_id_0>, so that <extra_id_i> = vocab_size - 1 - i (what
+    `models.span_corruption` uses). encode appends </s>, as T5's tokenizer does.
+    """
+
+    special = ("<pad>", "</s>", "<unk>")
+
+    @classmethod
+    def train(cls, texts, vocab_size, num_sentinels=100, max_piece_length=16):
+        """Learn a unigram vocabulary from `texts` (a string or an iterable of them); vocab_size
+        counts everything: the 3 special tokens, the pieces and the num_sentinels sentinels."""
+        tk = _require_tokenizers()
+        if vocab_size <= num_sentinels + len(cls.special):
+            raise ValueError(f"UnigramTokenizer.train: vocab_size={vocab_size} leaves no room "
+                             f"for pieces next to {num_sentinels} sentinels and 3 special tokens")
+        tokenizer = tk.Tokenizer(tk.models.Unigram())
+        tokenizer.normalizer = tk.normalizers.NFKC()
+        tokenizer.pre_tokenizer = tk.pre_tokenizers.Metaspace()
+        tokenizer.decoder = tk.decoders.Metaspace()
+        trainer = tk.trainers.UnigramTrainer(
+            vocab_size=vocab_size - num_sentinels, special_tokens=list(cls.special),
+            unk_token="<unk>", max_piece_length=max_piece_length, show_progress=False)
+        tokenizer.train_from_iterator([texts] if isinstance(texts, str) else texts, trainer)
+        tokenizer.add_special_tokens([f"<extra_id_{i}>" for i in reversed(range(num_sentinels))])
+        tokenizer.post_processor = tk.processors.TemplateProcessing(
+            single="$A </s>", special_tokens=[("</s>", tokenizer.token_to_id("</s>"))])
+        return cls(tokenizer)
+
+    def sentinel_id(self, i):
+        """The id of <extra_id_i>."""
+        token = self.token_to_id(f"<extra_id_{i}>")
+        if token is None:
+            raise ValueError(f"UnigramTokenizer: there is no <extra_id_{i}>")
+        return token
+
+    def decode(self, ids, skip_special_tokens=False):
+        """Text for ids; skip_special_tokens drops <pad>, </s> and the sentinels."""
+        return self.tokenizer.decode(_ids(ids), skip_special_tokens=skip_special_tokens)

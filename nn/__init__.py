@@ -37,7 +37,7 @@ from .attention_patterns import (  # noqa: F401
 )
 from .feedforward import FeedForward  # noqa: F401
 from .positional import (  # noqa: F401
-    LearnedPositionalEncoding, RotaryEmbedding, SinusoidalPositionalEncoding,
+    LearnedPositionalEncoding, RelativePositionBias, RotaryEmbedding, SinusoidalPositionalEncoding,
 )
 from .transformer import DecoderBlock, EncoderBlock  # noqa: F401
 from .lora import LoraLinear, ModulesToSaveWrapper  # noqa: F401

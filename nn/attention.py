@@ -74,6 +74,20 @@ class KVCache:
         buffer.data[..., length:length + added, :] = new.data
         return buffer[..., :length + added, :]
 
+    def reorder(self, indices):
+        """Keep the batch rows `indices` (B_new,) int64, in that order: beam search continues
+        some hypotheses twice and drops others (Hugging Face's `reorder_cache`)."""
+        if self.key is None:
+            return
+        length = len(self)
+        for i, name in enumerate(("key", "value")):
+            buffer = self._storage[i]
+            if buffer is None:
+                setattr(self, name, getattr(self, name).index_select(0, indices))
+            else:  # the whole buffer, so that appending keeps writing in place
+                self._storage[i] = buffer.index_select(0, indices)
+                setattr(self, name, self._storage[i][..., :length, :])
+
     def reset(self):
         self.key = self.value = None
         self._storage = [None, None]
@@ -82,9 +96,11 @@ class KVCache:
 class Attention(Module):
     """Multi-head scaled dot-product attention over (B, T, embed_dim) inputs (batch first).
 
-    embed_dim = num_heads * head_dim. n_kv_heads (default num_heads) < num_heads gives
-    grouped-query attention (1 is multi-query attention): num_heads / n_kv_heads query heads
-    share each key/value head.
+    embed_dim = num_heads * head_dim unless head_dim is given (T5 v1.1, Gemma: the heads' total
+    width may differ from the model's; out_proj maps it back to embed_dim). n_kv_heads (default
+    num_heads) < num_heads gives grouped-query attention (1 is multi-query attention):
+    num_heads / n_kv_heads query heads share each key/value head. scale: the factor on the
+    scores, as in F.scaled_dot_product_attention (default 1 / sqrt(head_dim); T5 uses 1.0).
 
     Parameters, named so that Hugging Face checkpoints map by renaming:
     - fused=True (default): `qkv_proj` (embed_dim -> (num_heads + 2 n_kv_heads) head_dim), the
@@ -101,10 +117,11 @@ class Attention(Module):
     """
 
     def __init__(self, embed_dim, num_heads, n_kv_heads=None, dropout=0.0, bias=True, fused=True,
-                 kdim=None, vdim=None, rotary=None, device=None, dtype=None, pattern=None):
+                 kdim=None, vdim=None, rotary=None, head_dim=None, scale=None, device=None,
+                 dtype=None, pattern=None):
         super().__init__()
         n_kv_heads = num_heads if n_kv_heads is None else n_kv_heads
-        if embed_dim % num_heads or num_heads % n_kv_heads:
+        if (head_dim is None and embed_dim % num_heads) or num_heads % n_kv_heads:
             raise ValueError(f"Attention: embed_dim ({embed_dim}) must be divisible by "
                              f"num_heads ({num_heads}), and num_heads by n_kv_heads "
                              f"({n_kv_heads})")
@@ -113,17 +130,18 @@ class Attention(Module):
             raise ValueError(f"Attention: kdim={kdim} and vdim={vdim} differ from "
                              f"embed_dim={embed_dim}; pass fused=False for separate projections")
         self.embed_dim, self.num_heads, self.n_kv_heads = embed_dim, num_heads, n_kv_heads
-        self.head_dim = embed_dim // num_heads
-        self.dropout_p, self.fused = dropout, fused
+        self.head_dim = embed_dim // num_heads if head_dim is None else head_dim
+        self.inner_dim = num_heads * self.head_dim  # the heads side by side: embed_dim by default
+        self.dropout_p, self.fused, self.scale = dropout, fused, scale
         kv_dim = n_kv_heads * self.head_dim
         options = dict(bias=bias, device=device, dtype=dtype)
         if fused:
-            self.qkv_proj = Linear(embed_dim, embed_dim + 2 * kv_dim, **options)
+            self.qkv_proj = Linear(embed_dim, self.inner_dim + 2 * kv_dim, **options)
         else:
-            self.q_proj = Linear(embed_dim, embed_dim, **options)
+            self.q_proj = Linear(embed_dim, self.inner_dim, **options)
             self.k_proj = Linear(kdim, kv_dim, **options)
             self.v_proj = Linear(vdim, kv_dim, **options)
-        self.out_proj = Linear(embed_dim, embed_dim, **options)
+        self.out_proj = Linear(self.inner_dim, embed_dim, **options)
         self.rotary = rotary
         self.pattern = pattern
 
@@ -146,17 +164,18 @@ class Attention(Module):
         if self.pattern is not None and key is None:  # sparse or linear self-attention
             out = self._attend_pattern(query, attn_mask, key_padding_mask, is_causal, cache,
                                        positions)  # (B, H, Tq, D)
-            B, T, C = query.shape
-            return self.out_proj(out.transpose(1, 2).reshape(B, T, C))  # (B, T, H, D) -> C
+            B, T, _ = query.shape
+            return self.out_proj(out.transpose(1, 2).reshape(B, T, self.inner_dim))  # (B, T, H D)
         q, k, v, mask, causal = self._prepare(query, key, value, attn_mask, key_padding_mask,
                                               is_causal, cache, positions)
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0,
-            is_causal=causal, enable_gqa=self.n_kv_heads != self.num_heads)  # (B, H, Tq, D)
+            is_causal=causal, scale=self.scale,
+            enable_gqa=self.n_kv_heads != self.num_heads)  # (B, H, Tq, D)
         tq = q.shape[-2]
         if tq > 1:
             out = out.transpose(1, 2)  # (B, Tq, H, D); with one query the reshape alone does it
-        out = out.reshape(query.shape[0], tq, self.embed_dim)  # (B, Tq, C)
+        out = out.reshape(query.shape[0], tq, self.inner_dim)  # (B, Tq, H D)
         return self.out_proj(out)
 
     def attention_weights(self, query, key=None, value=None, attn_mask=None,
@@ -166,9 +185,13 @@ class Attention(Module):
         q, k, _, mask, causal = self._prepare(query, key, value, attn_mask, key_padding_mask,
                                               is_causal, None, positions)
         if self.pattern is not None and key is None:  # the weights the pattern gives
+            if self.scale is not None:
+                raise NotImplementedError(f"{self._name()}: attention_weights of a pattern "
+                                          f"with scale={self.scale} (the patterns' weights use "
+                                          "1/sqrt(head_dim))")
             return self.pattern.weights(q, k, mask, causal,
                                         enable_gqa=self.n_kv_heads != self.num_heads)
-        return F.attention_weights(q, k, attn_mask=mask, is_causal=causal,
+        return F.attention_weights(q, k, attn_mask=mask, is_causal=causal, scale=self.scale,
                                    enable_gqa=self.n_kv_heads != self.num_heads)
 
     def _attend_pattern(self, query, attn_mask, key_padding_mask, is_causal, cache, positions):
@@ -184,7 +207,7 @@ class Attention(Module):
             q, k = self.rotary(q, k, past if positions is None else positions)
         return self.pattern(q, k, v, key_padding_mask=key_padding_mask, is_causal=is_causal,
                             cache=cache, dropout_p=self.dropout_p if self.training else 0.0,
-                            enable_gqa=self.n_kv_heads != self.num_heads)
+                            scale=self.scale, enable_gqa=self.n_kv_heads != self.num_heads)
 
     def _prepare(self, query, key, value, attn_mask, key_padding_mask, is_causal, cache,
                  positions):
@@ -235,7 +258,7 @@ class Attention(Module):
 
     def _split_sizes(self):
         kv_dim = self.n_kv_heads * self.head_dim
-        return [self.embed_dim, kv_dim, kv_dim]
+        return [self.inner_dim, kv_dim, kv_dim]
 
     def _heads(self, x, heads):
         B, T, _ = x.shape

@@ -1,11 +1,13 @@
 """Positional information for attention, which on its own is blind to order: permuting the
-input rows of self-attention just permutes its output rows. Four remedies:
+input rows of self-attention just permutes its output rows. Five remedies:
 
 - sinusoidal encodings added to the input (Vaswani et al., 2017), fixed, kept as a buffer;
 - learned absolute encodings added to the input (BERT, GPT-2's `wpe`);
 - rotary embeddings (RoPE, Su et al., 2021) that rotate queries and keys so that their dot
   product depends only on the distance i - j;
-- ALiBi (Press et al., 2022): a per-head linear distance penalty added to the scores.
+- ALiBi (Press et al., 2022): a per-head linear distance penalty added to the scores;
+- T5's relative position bias (Raffel et al., 2020): a learned per-head score for each bucket
+  of the distance j - i, exact for short distances and logarithmic up to a maximum.
 
 Every module takes `positions`: an int offset (the input holds positions offset, offset+1, ...;
 what decoding with a KV cache passes) or an integer Tensor of positions, (T,) or (B, T).
@@ -181,3 +183,63 @@ def alibi_bias(slopes, query_len, key_len=None):
     rows = tg.arange(key_len - query_len, key_len, device=slopes.device).unsqueeze(-1)
     distance = (rows - tg.arange(key_len, device=slopes.device)).abs().to(slopes.dtype)  # (Tq, Tk)
     return -slopes.reshape(-1, 1, 1) * distance  # (H, 1, 1) * (Tq, Tk) -> (H, Tq, Tk)
+
+
+# --- T5's bucketed relative position bias -------------------------------------------------------
+def relative_position_bucket(relative_position, bidirectional=True, num_buckets=32,
+                             max_distance=128):
+    """T5's bucket (int64, same shape) for each relative position j - i (key minus query).
+
+    Bidirectional: half of the buckets for keys after the query, half for keys at or before it;
+    causal (bidirectional=False): keys after the query all fall in bucket 0 (they are masked
+    anyway). Within a half, the first half of its buckets holds distances 0, 1, ... exactly and
+    the rest cover distances up to max_distance on a log scale; farther ones share the last
+    bucket. The log is taken in float32, as Mesh TensorFlow and Hugging Face do, so the
+    boundaries land on the same integers.
+    """
+    buckets = 0
+    if bidirectional:
+        num_buckets //= 2
+        buckets = (relative_position > 0).long() * num_buckets
+        distance = relative_position.abs()
+    else:
+        distance = (-relative_position).clamp(min=0)
+    exact = num_buckets // 2
+    # clamp(min=1): the log of 0 is never used (those distances are exact) but must stay finite
+    scaled = (distance.clamp(min=1).to(tg.float32) / exact).log() / math.log(max_distance / exact)
+    far = (exact + (scaled * (num_buckets - exact)).long()).clamp(max=num_buckets - 1)
+    return buckets + tg.where(distance < exact, distance, far)
+
+
+class RelativePositionBias(Module):
+    """T5's learned relative position bias: the additive attention mask (H, Tq, Tk) whose entry
+    for query i and key j is weight[bucket(j - i), h] (see `relative_position_bucket`).
+
+    T5 computes it once per stack, in the first block, and every block reuses it; the encoder's
+    is bidirectional, the decoder's causal. Parameter `weight` (num_buckets, num_heads): Hugging
+    Face's `relative_attention_bias.weight`, initialised N(0, 1) like an Embedding.
+    """
+
+    def __init__(self, num_heads, num_buckets=32, max_distance=128, bidirectional=True,
+                 device=None, dtype=None):
+        super().__init__()
+        self.num_heads, self.num_buckets = num_heads, num_buckets
+        self.max_distance, self.bidirectional = max_distance, bidirectional
+        self.weight = Parameter(tg.empty(num_buckets, num_heads, device=device, dtype=dtype))
+        init.normal_(self.weight)
+
+    def forward(self, query_len, key_len=None):
+        """The bias (H, Tq, Tk). With key_len > query_len the queries are the last query_len
+        positions, as when decoding with a KV cache."""
+        key_len = query_len if key_len is None else key_len
+        device = self.weight.device
+        with tg.no_grad():
+            rows = tg.arange(key_len - query_len, key_len, device=device).unsqueeze(-1)
+            relative = tg.arange(key_len, device=device) - rows  # j - i: (Tq, Tk)
+            buckets = relative_position_bucket(relative, self.bidirectional, self.num_buckets,
+                                               self.max_distance)
+        return tg.embedding(buckets, self.weight).permute(2, 0, 1)  # (Tq, Tk, H) -> (H, Tq, Tk)
+
+    def extra_repr(self):
+        return (f"num_heads={self.num_heads}, num_buckets={self.num_buckets}, "
+                f"max_distance={self.max_distance}, bidirectional={self.bidirectional}")

@@ -16,7 +16,8 @@ from .warmup import (  # noqa: F401  (re-exported)
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "LinearLR",
            "CosineAnnealingLR", "SequentialLR", "OneCycleLR", "ReduceLROnPlateau",
-           "WarmupConstantLR", "WarmupLinearLR", "WarmupCosineLR", "WarmupInverseSqrtLR"]
+           "WarmupConstantLR", "WarmupLinearLR", "WarmupCosineLR", "WarmupInverseSqrtLR",
+           "NoamLR"]
 
 
 def _per_group(name, optimizer, value):
@@ -360,3 +361,16 @@ class ReduceLROnPlateau(LRScheduler):
                                f"but min_lr lists {len(self.min_lrs)}; set min_lrs to one per "
                                "group")
         self.min_lrs = [self.default_min_lr] * groups
+
+
+class NoamLR(WarmupInverseSqrtLR):
+    """The "Noam" schedule of the original Transformer (Vaswani et al., 2017, eq. 3; named for
+    Noam Shazeer in tensor2tensor and The Annotated Transformer): the lr of update n = step + 1 is
+        initial_lr * d_model^-0.5 * min(n^-0.5, n * warmup_steps^-1.5),
+    rising linearly for warmup_steps updates to d_model^-0.5 * warmup_steps^-0.5 (7.0e-4 for
+    the base model's 512 and 4000) and falling as 1/sqrt(n) after. The optimizer's lr is the
+    paper's (and The Annotated Transformer's `factor`): 1.0 reproduces the paper.
+    WarmupInverseSqrtLR with d_model required."""
+
+    def __init__(self, optimizer, d_model, warmup_steps=4000, last_epoch=-1):
+        super().__init__(optimizer, warmup_steps, d_model=d_model, last_epoch=last_epoch)

@@ -132,3 +132,43 @@ def test_generate_runs_without_grad_and_restores_the_mode(model):
         generate(model, tg.tensor([1, 2]), 3)
     with pytest.raises(ValueError, match="attention_mask of shape"):
         generate(model, tg.tensor([[1, 2]]), 3, attention_mask=tg.tensor([[1]]))
+
+
+# --- beam search for decoder-only models --------------------------------------------------------
+@pytest.fixture(scope="module")
+def gpt_pair(tmp_path_factory):
+    """(transformers GPT-2, ours loaded from it); a scaled-up embedding makes the next-token
+    distributions peaked, and token 7 (the end of sequence here) likely enough that some
+    hypotheses finish early."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    hf = transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        vocab_size=48, n_positions=32, n_embd=32, n_layer=2, n_head=4)).eval()
+    with torch.no_grad():
+        hf.transformer.wte.weight *= 2.5
+        hf.transformer.wte.weight[7] *= 2.5  # some beams end (a random GPT-2 likes repeating)
+    path = tmp_path_factory.mktemp("gpt2-beams")
+    hf.save_pretrained(path)
+    return hf, GPT.from_pretrained(path)
+
+
+@pytest.mark.parametrize("options", [
+    dict(num_beams=3), dict(num_beams=4, num_return_sequences=2, length_penalty=0.5),
+    dict(num_beams=3, no_repeat_ngram_size=2, early_stopping=True),
+])
+def test_beam_search_gives_transformers_tokens(gpt_pair, options):
+    import torch
+    hf, ours = gpt_pair
+    prompts = [[5, 17, 33], [21, 2, 40]]
+    with torch.no_grad():
+        expected = hf.generate(torch.tensor(prompts), max_new_tokens=10, do_sample=False,
+                               eos_token_id=7, pad_token_id=7, **options).tolist()
+    got = ours.generate(tg.tensor(prompts), 10, stop_tokens=[7], **options)
+    uncached = ours.generate(tg.tensor(prompts), 10, stop_tokens=[7], use_cache=False, **options)
+
+    def cut(rows):  # up to the first end of sequence after the prompt
+        return [r[:r.index(7, 3) + 1] if 7 in r[3:] else r for r in rows]
+    assert cut(got.tolist()) == cut(expected)
+    assert got.tolist() == uncached.tolist()

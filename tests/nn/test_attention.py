@@ -412,3 +412,43 @@ def test_multihead_attention_errors_name_what_was_expected():
         mha(x, k, tg.randn(S, N, E), key_padding_mask=tg.zeros(N, S, dtype=tg.int64))
     with pytest.raises(ValueError, match="all 3-D .* or all 2-D"):
         mha(x, k[0], k[0])
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_head_dim_and_scale_follow_torch_sdpa(fused):
+    """head_dim sets the heads' width apart from embed_dim (T5 v1.1: 6 heads of 64 in a 512
+    model) and scale is SDPA's factor on the scores (T5: 1.0), with a float bias as the mask."""
+    import torch
+    attn = Attention(12, 3, head_dim=5, scale=1.0, fused=fused, bias=False)
+    assert attn.out_proj.weight.shape == (12, 15) and attn.num_parameters() == 4 * 12 * 15
+    x, bias = tg.randn(2, 4, 12), tg.randn(3, 4, 4)
+    w = {name: torch.tensor(_np(p)) for name, p in attn.named_parameters()}
+    tx = torch.tensor(_np(x))
+    if fused:
+        q, k, v = (tx @ w["qkv_proj.weight"].T).split(15, dim=-1)
+    else:
+        q, k, v = (tx @ w[f"{n}_proj.weight"].T for n in "qkv")
+    q, k, v = (t.reshape(2, 4, 3, 5).transpose(1, 2) for t in (q, k, v))  # (B, H, T, D)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=torch.tensor(_np(bias)), is_causal=False, scale=1.0)
+    expected = out.transpose(1, 2).reshape(2, 4, 15) @ w["out_proj.weight"].T
+    np.testing.assert_allclose(_np(attn(x, attn_mask=bias)), expected.numpy(), atol=1e-5)
+    weights = attn.attention_weights(x, attn_mask=bias)
+    np.testing.assert_allclose(_np(weights.sum(-1)), np.ones((2, 3, 4)), atol=1e-6)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_cache_reorder_keeps_the_chosen_rows_and_decoding_continues(grad):
+    """Beam search: rows (2, 0, 0) of a 3-row cache, then one more token, equals decoding
+    those prompts from scratch."""
+    attn = Attention(8, 2)
+    prompts, token = tg.randn(3, 4, 8), tg.randn(3, 1, 8)
+    with tg.set_grad_enabled(grad):
+        cache = KVCache()
+        attn(prompts, is_causal=True, cache=cache)
+        rows = tg.tensor([2, 0, 0])
+        cache.reorder(rows)
+        out = attn(token, is_causal=True, cache=cache)
+        full = attn(tg.cat([prompts[rows], token], dim=1), is_causal=True)
+    assert len(cache) == 5 and cache.key.shape[0] == 3
+    np.testing.assert_allclose(_np(out)[:, 0], _np(full)[:, -1], atol=1e-6)

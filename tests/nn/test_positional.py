@@ -8,6 +8,7 @@ import pytest
 import tensorgrad as tg
 from tensorgrad.nn import positional as P
 from tensorgrad.nn.attention import Attention
+from tensorgrad.nn.positional import RelativePositionBias, relative_position_bucket
 
 
 def test_sinusoidal_table_follows_the_paper(device):
@@ -160,3 +161,32 @@ def test_positions_must_match_the_sequence():
     with pytest.raises(ValueError, match=r"shape \(4,\) or \(B, 4\)"):
         P.RotaryEmbedding(4)(tg.randn(1, 1, 4, 4), tg.randn(1, 1, 4, 4), tg.arange(3))
     assert math.isclose(float(P.alibi_slopes(1)[0]), 2.0 ** -8)
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+@pytest.mark.parametrize("num_buckets, max_distance", [(32, 128), (8, 20), (33, 7)])
+def test_t5_relative_position_buckets_match_hugging_face(bidirectional, num_buckets,
+                                                         max_distance):
+    from transformers.models.t5.modeling_t5 import T5Attention
+    import torch
+    relative = np.arange(-400, 401)
+    expected = T5Attention._relative_position_bucket(
+        torch.tensor(relative), bidirectional, num_buckets, max_distance).numpy()
+    ours = relative_position_bucket(tg.tensor(relative), bidirectional, num_buckets, max_distance)
+    np.testing.assert_array_equal(np.asarray(ours), expected)
+
+
+def test_relative_position_bias_looks_up_one_learned_score_per_head_and_bucket():
+    bias = RelativePositionBias(num_heads=3, num_buckets=8, max_distance=16)
+    table = bias(5)  # (H, Tq, Tk)
+    assert table.shape == (3, 5, 5)
+    w = np.asarray(bias.weight.detach())
+    # bidirectional with 8 buckets: 0..1 exact before, 4..5 exact after the query
+    np.testing.assert_allclose(np.asarray(table.detach())[:, 2, 2], w[0])
+    np.testing.assert_allclose(np.asarray(table.detach())[:, 2, 1], w[1])
+    np.testing.assert_allclose(np.asarray(table.detach())[:, 2, 3], w[5])
+    # the last 2 queries of 7 keys (decoding with a cache) see the last rows of the full table
+    full, tail = bias(7), bias(2, 7)
+    np.testing.assert_allclose(np.asarray(tail.detach()), np.asarray(full.detach())[:, 5:])
+    table.sum().backward()  # 25 entries per head, each adding 1 to the bucket it reads
+    assert float(bias.weight.grad.sum()) == 3 * 25

@@ -75,6 +75,17 @@ def test_warmup_inverse_sqrt_is_the_transformer_schedule(d_model):
         assert max(lrs) == pytest.approx(2.0)
 
 
+def test_noam_is_the_papers_formula():
+    """lr=1 under NoamLR(512, 4000): update n uses 512^-0.5 min(n^-0.5, n 4000^-1.5)."""
+    lrs = _curve(sched.NoamLR(_optimizer(lr=1.0), d_model=512), 12000)
+    for n in (1, 2, 100, 3999, 4000, 4001, 8000, 12000):
+        assert lrs[n - 1] == pytest.approx(512 ** -0.5 * min(n ** -0.5, n * 4000 ** -1.5),
+                                           rel=1e-12)
+    assert max(lrs) == lrs[3999] == pytest.approx(7.0e-4, rel=0.01)
+    assert sched.NoamLR(_optimizer(lr=2.0), 64, warmup_steps=10).get_last_lr() == \
+        pytest.approx([2.0 * 64 ** -0.5 * 10 ** -1.5])
+
+
 def test_lambda_lr_with_one_function_per_group():
     opt = _optimizer(groups=2)
     scheduler = sched.LambdaLR(opt, [lambda s: 0.5 ** s, lambda s: 1.0 / (s + 1)])

@@ -1,0 +1,47 @@
+"""examples/train_t5.py and examples/train_translation.py run end to end in their --quick form
+(a few steps each: the pipeline, the decoding and the scoring, not the accuracy); BLEU and the
+number-to-words data are checked on known cases."""
+import importlib.util
+import pathlib
+import sys
+
+import pytest
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+
+
+def _load(name, monkeypatch):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setitem(sys.modules, name, module)
+    return module
+
+
+def test_translation_data_and_bleu(monkeypatch):
+    tr = _load("train_translation", monkeypatch)
+    assert tr.in_words(4721) == "four thousand seven hundred twenty one".split()
+    assert tr.in_words(0) == ["zero"] and tr.in_words(1010) == ["one", "thousand", "ten"]
+    assert tr.in_words(300) == ["three", "hundred"]
+    ref = "the cat sat on the mat today".split()
+    assert tr.corpus_bleu([ref], [ref]) == pytest.approx(1.0)
+    assert tr.corpus_bleu([["a", "b"]], [ref]) == 0.0
+    short = ref[:5]  # every n-gram right, but short: the brevity penalty alone
+    assert tr.corpus_bleu([short], [ref]) == pytest.approx(2.718281828 ** (1 - 7 / 5))
+
+
+@pytest.mark.slow
+def test_train_t5_quick_runs(monkeypatch, capsys):
+    scores = _load("train_t5", monkeypatch).main(["--quick"])
+    assert set(scores) == {"reverse", "sort", "add"}
+    out = capsys.readouterr().out
+    assert "<extra_id_0>" in out and "held-out exact match" in out
+
+
+@pytest.mark.slow
+def test_train_translation_quick_runs(monkeypatch, tmp_path, capsys):
+    exact, bleu = _load("train_translation", monkeypatch).main(["--quick", "--out",
+                                                                str(tmp_path)])
+    assert 0.0 <= exact <= 1.0 and 0.0 <= bleu <= 1.0
+    assert (tmp_path / "cross_attention.png").exists()
+    assert "cross-attention" in capsys.readouterr().out
