@@ -121,7 +121,7 @@ def train(model, optimizer, next_batch, steps, label, log_every, schedule=None):
     start = time.time()
     for step in range(1, steps + 1):
         ids, mask, labels = next_batch()
-        _, loss = model(ids, mask, labels=labels)
+        loss = model(ids, mask, labels=labels).loss
         optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -44,3 +44,13 @@ class LogitsOutput(ModelOutput):
     logits: tg.Tensor | None = None
     hidden_states: tuple | None = None
     attentions: tuple | None = None
+
+
+@dataclasses.dataclass
+class Seq2SeqLMOutput(ModelOutput):
+    """What an encoder-decoder language model returns (HF's Seq2SeqLMOutput, in part): the
+    loss with labels, the logits (B, T, vocab_size), and the encoder's output (B, S, C), which
+    `encoder_outputs=` takes back to skip the encoder."""
+    loss: tg.Tensor | None = None
+    logits: tg.Tensor | None = None
+    encoder_last_hidden_state: tg.Tensor | None = None

@@ -25,6 +25,7 @@ from tensorgrad.nn.attention import KVCache
 from tensorgrad.nn.masks import padding_mask_from_attention_mask
 
 from . import generation, hub
+from .outputs import BaseModelOutputWithPooling, Seq2SeqLMOutput
 from .transformer import parameter_table, shift_right
 
 # Hugging Face's feed_forward_proj -> nn.FeedForward's activation ("gated-gelu" is GELU's tanh
@@ -309,11 +310,12 @@ class _T5Base(nn.Module):
 
 
 class T5EncoderModel(_T5Base):
-    """T5's encoder alone: input_ids (B, S) -> hidden states (B, S, d_model) (for embeddings,
-    classification heads, or as the text encoder of another model)."""
+    """T5's encoder alone: input_ids (B, S) -> an output whose last_hidden_state is
+    (B, S, d_model), as HF's BaseModelOutput (for embeddings, classification heads, or as the
+    text encoder of another model)."""
 
     def forward(self, input_ids, attention_mask=None):
-        return self.encode(input_ids, attention_mask)
+        return BaseModelOutputWithPooling(self.encode(input_ids, attention_mask))
 
 
 class T5ForConditionalGeneration(_T5Base):
@@ -360,7 +362,9 @@ class T5ForConditionalGeneration(_T5Base):
         decoder_input_ids: (B, T); default `shift_right(labels)` (teacher forcing).
         labels: (B, T) targets, -100 where no loss is taken.
         cache: from `make_cache()`, extended in place (incremental decoding).
-        Returns (logits (B, T, vocab_size), loss: mean cross-entropy or None without labels).
+        Returns a Seq2SeqLMOutput: .logits (B, T, vocab_size), .loss (mean cross-entropy; None
+        without labels), .encoder_last_hidden_state; out[0] is the loss when there is one, as
+        in Hugging Face.
         """
         c = self.config
         if encoder_outputs is None:
@@ -378,7 +382,8 @@ class T5ForConditionalGeneration(_T5Base):
         if labels is not None:
             B, T = labels.shape
             loss = F.cross_entropy(logits.reshape(B * T, -1), labels.reshape(B * T))
-        return logits, loss
+        return Seq2SeqLMOutput(loss=loss, logits=logits,
+                               encoder_last_hidden_state=encoder_outputs)
 
     def generate(self, input_ids, max_new_tokens=20, **options):
         """Decode up to max_new_tokens tokens for each input: greedy, sampling or beam search;

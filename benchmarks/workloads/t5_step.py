@@ -38,7 +38,7 @@ def _tensorgrad(env, config):
 
     def step(src, labels):
         optimizer.zero_grad()
-        model(src, labels=labels)[1].backward()
+        model(src, labels=labels).loss.backward()
         optimizer.step()
     return step
 

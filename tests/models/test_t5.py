@@ -65,7 +65,7 @@ def test_relative_bias_is_computed_once_per_stack_and_shared():
     assert model.encoder.relative_bias.bidirectional
     assert not model.decoder.relative_bias.bidirectional
     ids = tg.tensor([[5, 6, 7, 8]])
-    logits, _ = model(ids, decoder_input_ids=ids)
+    logits = model(ids, decoder_input_ids=ids).logits
     logits.sum().backward()  # every block's scores reach the one table
     assert float(model.encoder.relative_bias.weight.grad.abs().sum()) > 0
 
@@ -75,12 +75,12 @@ def test_decoder_is_causal_and_encoder_padding_is_ignored():
     src = tg.tensor([[5, 6, 7, 9, 9]])
     mask = tg.tensor([[1, 1, 1, 0, 0]])
     dec = tg.tensor([[0, 4, 5, 6]])
-    base, _ = model(src, mask, decoder_input_ids=dec)
-    other_pad, _ = model(tg.tensor([[5, 6, 7, 3, 2]]), mask, decoder_input_ids=dec)
-    short, _ = model(src[:, :3], decoder_input_ids=dec)
+    base = model(src, mask, decoder_input_ids=dec).logits
+    other_pad = model(tg.tensor([[5, 6, 7, 3, 2]]), mask, decoder_input_ids=dec).logits
+    short = model(src[:, :3], decoder_input_ids=dec).logits
     np.testing.assert_allclose(_np(base), _np(other_pad), atol=1e-5)
     np.testing.assert_allclose(_np(base), _np(short), atol=1e-5)
-    changed, _ = model(src, mask, decoder_input_ids=tg.tensor([[0, 4, 5, 11]]))
+    changed = model(src, mask, decoder_input_ids=tg.tensor([[0, 4, 5, 11]])).logits
     np.testing.assert_allclose(_np(base)[:, :3], _np(changed)[:, :3], atol=1e-5)
 
 
@@ -90,7 +90,9 @@ def test_shift_right_and_loss_ignore_minus_100():
                                   [[0, 7, 8, 1], [0, 9, 1, 0]])
     model = T5ForConditionalGeneration(T5Config.tiny())
     src = tg.tensor([[4, 5, 6], [6, 5, 4]])
-    logits, loss = model(src, labels=labels)
+    out = model(src, labels=labels)
+    logits, loss = out.logits, out.loss
+    assert out[0] is loss and out[1] is logits  # by position as Hugging Face: the loss first
     logp = _np(logits.log_softmax(-1))
     keep = [(0, 0, 7), (0, 1, 8), (0, 2, 1), (1, 0, 9), (1, 1, 1)]
     assert float(loss) == pytest.approx(-np.mean([logp[b, t, y] for b, t, y in keep]), rel=1e-5)
@@ -113,7 +115,8 @@ def test_v1_0_head_is_tied_and_rescaled_v1_1_head_is_its_own():
 
 def test_runs_in_float64():
     model = T5ForConditionalGeneration(T5Config.tiny(), dtype=tg.float64)
-    logits, loss = model(tg.tensor([[4, 5]]), labels=tg.tensor([[6, 1]]))
+    out = model(tg.tensor([[4, 5]]), labels=tg.tensor([[6, 1]]))
+    logits, loss = out.logits, out.loss
     assert logits.dtype == tg.float64 and loss.dtype == tg.float64
 
 
@@ -169,7 +172,8 @@ def test_outputs_loss_and_gradients_match_transformers(hf_t5):
     decoded = ours.decode(shift_right(labels), encoded, mask)
     np.testing.assert_allclose(_np(decoded), out.decoder_hidden_states[-1].detach().numpy(),
                                atol=1e-4)
-    logits, loss = ours(src, mask, labels=labels)
+    out = ours(src, mask, labels=labels)
+    logits, loss = out.logits, out.loss
     np.testing.assert_allclose(_np(logits), out.logits.detach().numpy(), atol=1e-4)
     assert float(loss) == pytest.approx(out.loss.item(), abs=1e-5)
     loss.backward()
@@ -193,7 +197,7 @@ def test_saved_checkpoint_loads_in_transformers_and_agrees(hf_t5, tmp_path):
     (src, mask, labels), (t_src, t_mask, t_labels) = _inputs(torch)
     with torch.no_grad():
         expected = again(input_ids=t_src, attention_mask=t_mask, labels=t_labels).logits
-    np.testing.assert_allclose(_np(ours(src, mask, labels=labels)[0]), expected.numpy(),
+    np.testing.assert_allclose(_np(ours(src, mask, labels=labels).logits), expected.numpy(),
                                atol=1e-4)
 
 
@@ -206,7 +210,9 @@ def test_encoder_model_matches_transformers(hf_t5, tmp_path):
     (src, mask, _), (t_src, t_mask, _) = _inputs(torch)
     with torch.no_grad():
         expected = hf.encoder(input_ids=t_src, attention_mask=t_mask).last_hidden_state
-    np.testing.assert_allclose(_np(ours(src, mask)), expected.numpy(), atol=1e-4)
+    out = ours(src, mask)
+    assert out[0] is out.last_hidden_state  # as HF: the first field, not the first row
+    np.testing.assert_allclose(_np(out.last_hidden_state), expected.numpy(), atol=1e-4)
     ours.save_pretrained(tmp_path)
     back = transformers.T5EncoderModel.from_pretrained(tmp_path).eval()
     with torch.no_grad():
