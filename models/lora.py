@@ -107,7 +107,9 @@ class _HubNames:
     """Our parameter names <-> those of the Hugging Face model the adapter files are for."""
 
     def __init__(self, model):
-        if hasattr(model, "hf_parameter_names"):
+        if hasattr(model, "peft_parameter_names"):  # HF's names in memory differ from disk
+            self.to_ours = dict(model.peft_parameter_names())
+        elif hasattr(model, "hf_parameter_names"):
             self.to_ours = dict(model.hf_parameter_names())
         else:  # a user's own module: its names are the names
             self.to_ours = {name: name for name in model.state_dict()}

@@ -314,6 +314,11 @@ class ViTModel(nn.Module):
         """{Hugging Face ViTModel name: our name}."""
         return {_hf_name(ours): ours for ours in self.state_dict()}
 
+    def peft_parameter_names(self):
+        """{name in transformers 5's in-memory ViTModel: our name}: what peft's adapter keys
+        are made of (peft names the modules it finds in memory)."""
+        return {_memory_name(hf): ours for hf, ours in self.hf_parameter_names().items()}
+
     @classmethod
     def from_pretrained(cls, path, device=None):
         """Load a Hugging Face ViT checkpoint folder (config.json + model.safetensors); a
@@ -357,6 +362,11 @@ class ViTForImageClassification(nn.Module):
     def hf_parameter_names(self):
         """{Hugging Face ViTForImageClassification name: our name}."""
         return {_hf_name(ours): ours for ours in self.state_dict()}
+
+    def peft_parameter_names(self):
+        """{name in transformers 5's in-memory ViTForImageClassification: our name}: what
+        peft's adapter keys are made of (peft names the modules it finds in memory)."""
+        return {_memory_name(hf): ours for hf, ours in self.hf_parameter_names().items()}
 
     @classmethod
     def from_pretrained(cls, path, device=None):
@@ -416,6 +426,7 @@ _MEMORY_NAMES = {"attention.q_proj": "attention.attention.query",
                  "attention.v_proj": "attention.attention.value",
                  "attention.o_proj": "attention.output.dense",
                  "mlp.fc1": "intermediate.dense", "mlp.fc2": "output.dense"}
+_CHECKPOINT_TO_MEMORY = {disk: memory for memory, disk in _MEMORY_NAMES.items()}
 _OURS_IN_BLOCK = {ours: hf for hf, ours in _BLOCK_NAMES.items()}
 
 
@@ -427,6 +438,16 @@ def _hf_name(ours):
     index, _, leaf = rest.partition(".")
     module, _, kind = leaf.rpartition(".")
     return f"{head}encoder.layer.{index}.{_OURS_IN_BLOCK[module]}.{kind}"
+
+
+def _memory_name(hf):
+    """A checkpoint name -> transformers 5's in-memory spelling (the inverse of the next)."""
+    head, sep, rest = hf.partition("encoder.layer.")
+    if not sep:
+        return hf
+    index, _, leaf = rest.partition(".")
+    module, _, kind = leaf.rpartition(".")
+    return f"{head}layers.{index}.{_CHECKPOINT_TO_MEMORY.get(module, module)}.{kind}"
 
 
 def _canonical_hf_name(key):

@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 import tensorgrad as tg
-from tensorgrad.models import GPT, PeftModel, get_peft_model
+from tensorgrad.models import (
+    GPT, BertForSequenceClassification, PeftModel, T5ForConditionalGeneration,
+    ViTForImageClassification, get_peft_model,
+)
 from tensorgrad.models import LoraConfig as OurLoraConfig
 
 torch = pytest.importorskip("torch")
@@ -30,6 +33,39 @@ def _token_ids(rng, vocab=61):
     return {"input_ids": rng.integers(0, vocab, (2, 12))}
 
 
+def _bert():
+    cfg = transformers.BertConfig(vocab_size=61, hidden_size=32, num_hidden_layers=2,
+                                  num_attention_heads=4, intermediate_size=48,
+                                  max_position_embeddings=16, num_labels=3)
+    return transformers.BertForSequenceClassification(cfg)
+
+
+def _t5():
+    cfg = transformers.T5Config(vocab_size=61, d_model=32, d_kv=8, d_ff=48, num_layers=2,
+                                num_heads=4, decoder_start_token_id=0)
+    return transformers.T5ForConditionalGeneration(cfg)
+
+
+def _t5_ids(rng):
+    return {"input_ids": rng.integers(0, 61, (2, 9)),
+            "decoder_input_ids": rng.integers(0, 61, (2, 5))}
+
+
+def _vit():
+    cfg = transformers.ViTConfig(image_size=8, patch_size=4, num_channels=3, hidden_size=32,
+                                 num_hidden_layers=2, num_attention_heads=4,
+                                 intermediate_size=48, num_labels=3)
+    return transformers.ViTForImageClassification(cfg)
+
+
+def _pixels(rng):
+    return {"pixel_values": rng.standard_normal((2, 3, 8, 8)).astype(np.float32)}
+
+
+def _logits(out):
+    return out.logits
+
+
 @dataclasses.dataclass
 class Family:
     build_hf: object  # () -> a random transformers model
@@ -44,6 +80,11 @@ class Family:
 FAMILIES = {
     "gpt2": Family(_gpt2, GPT, ["c_attn", "c_proj", "c_fc"], _token_ids,
                    modules_to_save=["ln_f"], fan_in_fan_out=True),
+    "bert": Family(_bert, BertForSequenceClassification, ["query", "value"], _token_ids,
+                   modules_to_save=["classifier"], logits=_logits),
+    "t5": Family(_t5, T5ForConditionalGeneration, ["q", "v", "wo"], _t5_ids, logits=_logits),
+    "vit": Family(_vit, ViTForImageClassification, ["q_proj", "v_proj"], _pixels,
+                  modules_to_save=["classifier"], logits=_logits),
 }
 
 
