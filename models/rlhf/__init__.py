@@ -12,7 +12,9 @@
 - icl.py: in-context learning of held-out functions from few-shot examples.
 """
 from .dpo import dpo_batch_loss, dpo_loss  # noqa: F401
-from .lm import Sequences, encode_pairs, last_token_index, sample, sequence_logprob  # noqa: F401
+from .lm import (  # noqa: F401
+    Sequences, clone, encode_pairs, kl_to_reference, last_token_index, sample, sequence_logprob,
+)
 from .ppo import (  # noqa: F401
     AdaptiveKLController, FixedKLController, PolicyWithValue, PPOConfig, PPOTrainer,
     clipped_policy_loss, clipped_value_loss, gae, kl_estimate, token_rewards,

@@ -112,3 +112,23 @@ def sample(model, tokenizer, prompts, max_new_tokens, temperature=1.0, seed=None
                      tg.cat([tg.zeros_like(prompt_mask), response], dim=1))
     texts = [tokenizer.decode_response(row) for row in new.tolist()]
     return seqs, texts
+
+
+@tg.no_grad()
+def kl_to_reference(model, reference, tokenizer, prompts, max_new_tokens, seed=None):
+    """KL(model || reference) per response, estimated on responses sampled from the model: the
+    mean over samples of sum_t log p(y_t) - log p_ref(y_t) over the response tokens (the k1
+    estimate, unbiased for the sequence-level KL)."""
+    seqs, _ = sample(model, tokenizer, prompts, max_new_tokens, temperature=1.0, seed=seed)
+    mask = shifted_response_mask(seqs)
+    logp = token_logprobs(forward(model, seqs)[0], seqs.input_ids)
+    ref_logp = token_logprobs(forward(reference, seqs)[0], seqs.input_ids)
+    return ((logp - ref_logp) * mask).sum(-1).mean().item()
+
+
+def clone(model):
+    """A copy of a GPT with its own parameters (the frozen reference, a fresh policy)."""
+    weight = model.wte.weight
+    copy = type(model)(model.config, device=weight.device, dtype=weight.dtype)
+    copy.load_state_dict(model.state_dict())
+    return copy

@@ -11,9 +11,8 @@ import tensorgrad as tg
 from tensorgrad.models import GPT, GPTConfig
 from tensorgrad.models.rlhf import (
     PolicyWithValue, PPOConfig, PPOTrainer, RewardModel, Task, TaskTokenizer, bradley_terry_loss,
-    dpo_batch_loss,
-    encode_pairs, judge, judged_pairs, last_token_index, pair_batches, sample, sample_tasks,
-    sequence_logprob, sft_loss, sft_targets, synthetic_pairs,
+    clone, dpo_batch_loss, encode_pairs, judge, judged_pairs, kl_to_reference, last_token_index,
+    pair_batches, sample, sample_tasks, sequence_logprob, sft_loss, sft_targets, synthetic_pairs,
 )
 from tensorgrad.models.rlhf.lm import forward, token_logprobs
 from tensorgrad.models.rlhf.tasks import corrupt
@@ -188,3 +187,13 @@ def test_dpo_batch_loss_starts_at_log2_and_lowers(lm):
     assert losses[-1] < losses[0] - 0.1
     assert (sequence_logprob(lm, chosen) - sequence_logprob(reference, chosen)).mean().item() > \
         (sequence_logprob(lm, rejected) - sequence_logprob(reference, rejected)).mean().item()
+
+
+def test_a_clone_is_independent_and_has_no_kl_to_its_original(lm):
+    copy = clone(lm)
+    prompts = [t.prompt for t in sample_tasks(6, seed=0)]
+    assert kl_to_reference(copy, lm, TOK, prompts, 5, seed=0) == pytest.approx(0.0, abs=1e-6)
+    with tg.no_grad():
+        copy.wte.weight.mul_(2.0)
+    assert not np.array_equal(copy.wte.weight.detach().numpy(), lm.wte.weight.detach().numpy())
+    assert kl_to_reference(copy, lm, TOK, prompts, 5, seed=0) > 0.01
