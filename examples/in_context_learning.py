@@ -2,10 +2,11 @@
 sequence drawn from one random letter function (copy, a shift, a permutation), then measure on
 permutations it never saw how accuracy on a query grows with the number of examples in the
 prompt: 0, 1, 2, 4, 8. No weight changes at test time: what the model learned is to read the
-function off its context (an induction head: find the earlier pair that starts with the query
-letter, copy what followed it).
+function off its context (find the earlier pair that starts with the query letter, copy it).
+Each example is a query token `x>` and the pair token `x>y` (see models/rlhf/icl.py for why
+the pair is one token):
 
-    prompt with 4 shots:  "ag cb hd ae c"   ->  the model should answer "b"
+    prompt with 4 shots:  "a> a>g c> c>b h> h>d a> a>g c>"   ->  the answer is "c>b"
 
 With k random examples over 8 letters the query letter is among them with probability
 1 - (7/8)^k (0, 12%, 23%, 41%, 66% for k = 0, 1, 2, 4, 8); a model that looks it up when it is
@@ -23,9 +24,8 @@ import time
 import tensorgrad as tg
 from tensorgrad import nn
 from tensorgrad.models import GPT, GPTConfig
-from tensorgrad.models.rlhf import TaskTokenizer
 from tensorgrad.models.rlhf.icl import (
-    ALPHABET, PAIR, FunctionFamily, few_shot_accuracy, training_batch,
+    ALPHABET, FunctionFamily, PairTokenizer, few_shot_accuracy, training_batch,
 )
 
 SHOTS = (0, 1, 2, 4, 8)
@@ -36,11 +36,11 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--quick", action="store_true", help="a shorter pre-training")
-    p.add_argument("--steps", type=int, default=1200)
+    p.add_argument("--steps", type=int, default=400)
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--n-pairs", type=int, default=16, help="pairs per pre-training sequence")
-    p.add_argument("--n-layer", type=int, default=2, help="two: an induction head needs two")
-    p.add_argument("--n-head", type=int, default=4)
+    p.add_argument("--n-pairs", type=int, default=12, help="examples per pre-training sequence")
+    p.add_argument("--n-layer", type=int, default=1, help="one attention layer can do the lookup")
+    p.add_argument("--n-head", type=int, default=2)
     p.add_argument("--n-embd", type=int, default=64)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--held-out", type=int, default=64, help="permutations kept out of training")
@@ -49,7 +49,7 @@ def parse_args(argv=None):
     p.add_argument("--out", default=os.path.join("out", "icl"))
     args = p.parse_args(argv)
     if args.quick:
-        args.steps, args.queries = 400, 8
+        args.steps, args.queries = 120, 8
     return args
 
 
@@ -58,13 +58,13 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     tg.manual_seed(args.seed)
     rng = random.Random(args.seed)
-    tok = TaskTokenizer()
+    tok = PairTokenizer()
     family = FunctionFamily(n_held_out=args.held_out, seed=args.seed + 1)
-    config = GPTConfig.mini(vocab_size=tok.vocab_size, block_size=args.n_pairs * PAIR,
+    config = GPTConfig.mini(vocab_size=tok.vocab_size, block_size=2 * args.n_pairs,
                             n_layer=args.n_layer, n_head=args.n_head, n_embd=args.n_embd,
                             d_ff=4 * args.n_embd)
     model = GPT(config)
-    print(f"GPT: {model.num_parameters():,} parameters; sequences of {args.n_pairs} pairs over "
+    print(f"GPT: {model.num_parameters():,} parameters; sequences of {args.n_pairs} examples over "
           f"{len(ALPHABET)} letters; {len(family.held_out)} held-out permutations")
 
     def curve():
@@ -88,7 +88,7 @@ def main(argv=None):
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         schedule.step()
-        if (step + 1) % 100 == 0:
+        if (step + 1) % 20 == 0:
             print(f"  step {step + 1}: loss {loss.item():.3f} (uniform guessing: "
                   f"{tg.tensor(float(len(ALPHABET))).log().item():.3f})")
     elapsed = time.perf_counter() - began

@@ -2,7 +2,7 @@
 fine-tuning (SFT) on instructions, a reward model trained on preference pairs, PPO against that
 reward with a KL penalty to the SFT model; and DPO on the same pairs, with no reward model.
 
-    ### Instruction: 23+45 ### Response: 68<eos>        (also: sort 3142, reverse abcd)
+    ### Instruction: 23+8 ### Response: 31<eos>        (also: sort 3142, reverse abcd)
 
 1. SFT: a small GPT learns the format and the tasks from demonstrations, the loss on the
    response tokens only. Greedy accuracy on held-out tasks before and after.
@@ -10,8 +10,9 @@ reward with a KL penalty to the SFT model; and DPO on the same pairs, with no re
    ranks the answers (exact > right but longer > closer) into (chosen, rejected) pairs, with one
    (correct, corrupted) pair per prompt too. A copy of the SFT model with a scalar head learns
    them with the Bradley-Terry loss. Preference accuracy on pairs of held-out prompts.
-3. PPO: the policy (SFT copy + value head) samples answers, the reward model scores them, each
-   token pays beta * KL(policy || SFT); GAE, clipped surrogate, several epochs per batch.
+3. PPO: the policy (SFT copy + value head) samples answers, the judge scores them (`--reward
+   model`: the reward model does), each token pays beta * KL(policy || SFT); GAE, clipped
+   surrogate, several epochs per batch.
 4. DPO: another SFT copy trained on the reward model's pairs with the DPO loss.
 Then one table: greedy accuracy on held-out tasks, KL to the SFT model, wall time.
 
@@ -46,18 +47,18 @@ def parse_args(argv=None):
     p.add_argument("--ppo-iters", type=int, default=20)
     p.add_argument("--dpo-steps", type=int, default=150)
     p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--reward", choices=["model", "judge"], default="model",
-                   help="what scores PPO's samples: the reward model or the judge itself")
-    p.add_argument("--beta", type=float, default=0.05, help="the KL penalty's weight")
+    p.add_argument("--reward", choices=["judge", "model"], default="judge",
+                   help="what scores PPO's samples: the judge itself or the reward model")
+    p.add_argument("--beta", type=float, default=0.1, help="the KL penalty's weight")
     p.add_argument("--kl-target", type=float, default=None,
                    help="adapt beta towards this KL per response (default: beta fixed)")
-    p.add_argument("--dpo-beta", type=float, default=0.1)
+    p.add_argument("--dpo-beta", type=float, default=0.5, help="higher keeps DPO nearer SFT")
     p.add_argument("--eval-tasks", type=int, default=300)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=os.path.join("out", "rlhf"))
     args = p.parse_args(argv)
     if args.quick:
-        args.sft_steps, args.rm_steps, args.ppo_iters, args.dpo_steps = 200, 40, 6, 40
+        args.sft_steps, args.rm_steps, args.ppo_iters, args.dpo_steps = 300, 40, 8, 40
         args.eval_tasks = 150
     return args
 
@@ -136,7 +137,7 @@ def main(argv=None):
         score = lambda prompts, texts: [judge(by_prompt[p], r) for p, r in zip(prompts, texts)]
     policy = PolicyWithValue(clone(sft).requires_grad_(True))
     trainer = PPOTrainer(policy, sft, tok, score,
-                         PPOConfig(rollouts=args.batch_size, minibatch=16, epochs=4, lr=3e-4,
+                         PPOConfig(rollouts=args.batch_size, minibatch=16, epochs=4, lr=2e-4,
                                    beta=args.beta, kl_target=args.kl_target))
     history = []
     began = time.perf_counter()
@@ -154,7 +155,7 @@ def main(argv=None):
 
     # --- 4. DPO on the reward model's training pairs ---------------------------------------------
     dpo = clone(sft).requires_grad_(True)
-    optimizer = nn.optim.AdamW(dpo.parameters(), lr=3e-4, weight_decay=0.0)
+    optimizer = nn.optim.AdamW(dpo.parameters(), lr=1e-4, weight_decay=0.0)
     began = time.perf_counter()
     for step in range(args.dpo_steps):
         chosen, rejected = pair_batches(tok, rng.sample(train_pairs, args.batch_size))
@@ -190,7 +191,7 @@ def plot(history, path):
     its = range(1, len(history) + 1)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
     for ax, key, label in zip(axes, ("score", "kl", "accuracy"),
-                              ("reward-model score", "KL(policy || SFT) per response",
+                              ("score of the samples", "KL(policy || SFT) per response",
                                "held-out accuracy (greedy)")):
         ax.plot(its, [h[key] for h in history], marker="o")
         ax.set_xlabel("PPO iteration")

@@ -1,9 +1,10 @@
 """Synthetic tasks whose right answers a program can check, the tokenizer they are written in,
 and the judge that scores responses and turns them into preference pairs.
 
-An instruction example reads `### Instruction: 23+45 ### Response: 68` followed by an
-end-of-sequence token. Three kinds of instruction: two-digit addition (`23+45` -> `68`), sorting
-digits (`sort 3142` -> `1234`) and reversing a word (`reverse abcd` -> `dcba`).
+An instruction example reads `### Instruction: 23+8 ### Response: 31` followed by an
+end-of-sequence token. Three kinds of instruction: adding a digit to a number below 100
+(`23+8` -> `31`), sorting digits (`sort 3142` -> `1234`) and reversing a word (`reverse abcd` ->
+`dcba`), small enough for a GPT of 100k parameters to learn in minutes on a CPU.
 
 The judge stands in for the human labeller of InstructGPT (Ouyang et al., 2022): the exact
 answer scores 1, the right answer followed by extra text 0.5 ("shorter correct over longer"),
@@ -92,13 +93,13 @@ def format_prompt(instruction):
 def make_task(kind, rng):
     """One random task of a kind, drawn with rng (a `random.Random`)."""
     if kind == "add":
-        a, b = rng.randrange(100), rng.randrange(100)
+        a, b = rng.randrange(100), rng.randrange(10)
         return Task(kind, f"{a}+{b}", str(a + b))
     if kind == "sort":
-        digits = "".join(rng.choice(string.digits) for _ in range(rng.randint(3, 5)))
+        digits = "".join(rng.choice(string.digits) for _ in range(rng.randint(3, 4)))
         return Task(kind, f"sort {digits}", "".join(sorted(digits)))
     if kind == "reverse":
-        word = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(3, 5)))
+        word = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(3, 4)))
         return Task(kind, f"reverse {word}", word[::-1])
     raise ValueError(f"make_task: unknown kind {kind!r}; expected one of {KINDS}")
 
