@@ -9,12 +9,13 @@ the pair is one token):
     prompt with 4 shots:  "a> a>g c> c>b h> h>d a> a>g c>"   ->  the answer is "c>b"
 
 With k random examples over 8 letters the query letter is among them with probability
-1 - (7/8)^k (0, 12%, 23%, 41%, 66% for k = 0, 1, 2, 4, 8); a model that looks it up when it is
-there and otherwise guesses an unused letter scores a little above that. Writes
-OUT/icl.png (accuracy against shots, with that curve) when matplotlib is installed.
+p = 1 - (7/8)^k; a model that looks it up when it is there and otherwise guesses one of the 8
+pairs of the query letter scores p + (1 - p) / 8: 12.5%, 23%, 33%, 49%, 70% for k = 0, 1, 2, 4,
+8 (guessing among the letters not yet used does a little better). Writes OUT/icl.png (accuracy
+against shots, with that curve) when matplotlib is installed.
 
-    python examples/in_context_learning.py            # a few minutes on 2 cores
-    python examples/in_context_learning.py --quick    # about a minute: a weaker, rising curve
+    python examples/in_context_learning.py            # 400 steps: minutes on 2 cores
+    python examples/in_context_learning.py --quick    # 120 steps: 3.5 minutes on 2 very busy cores
 """
 import argparse
 import os
@@ -95,13 +96,15 @@ def main(argv=None):
 
     # --- results ----------------------------------------------------------------------------------
     after = curve()
-    chance = [1 - (1 - 1 / len(ALPHABET)) ** k for k in SHOTS]
+    n = len(ALPHABET)
+    seen = [1 - (1 - 1 / n) ** k for k in SHOTS]  # P(the query letter is among the examples)
+    lookup = [p + (1 - p) / n for p in seen]  # look it up if there, else guess
     print(f"pre-trained {args.steps} steps in {elapsed:.0f} s\n"
           f"held-out functions, accuracy on the query after k examples:")
-    print(f"{'shots':>6}{'untrained':>11}{'trained':>9}{'P(query seen)':>15}")
-    for k, b, a, c in zip(SHOTS, before, after, chance):
-        print(f"{k:>6}{b:>11.1%}{a:>9.1%}{c:>15.1%}")
-    plot(after, chance, os.path.join(args.out, "icl.png"))
+    print(f"{'shots':>6}{'untrained':>11}{'trained':>9}{'look up, else guess':>21}")
+    for k, b, a, c in zip(SHOTS, before, after, lookup):
+        print(f"{k:>6}{b:>11.1%}{a:>9.1%}{c:>21.1%}")
+    plot(after, lookup, os.path.join(args.out, "icl.png"))
     return {"shots": list(SHOTS), "accuracy": after, "untrained": before}
 
 
@@ -115,7 +118,7 @@ def plot(accuracy, chance, path):
         return
     fig, ax = plt.subplots(figsize=(5, 3.5))
     ax.plot(SHOTS, accuracy, marker="o", label="GPT, held-out permutations")
-    ax.plot(SHOTS, chance, ls="--", color="gray", label="P(query among the examples)")
+    ax.plot(SHOTS, chance, ls="--", color="gray", label="look up if shown, else guess")
     ax.set_xlabel("examples in the prompt")
     ax.set_ylabel("accuracy on the query")
     ax.set_xticks(SHOTS)
