@@ -174,7 +174,6 @@ def _one_hot_last(mask):
 # --- the trainer ---------------------------------------------------------------------------------
 @dataclasses.dataclass
 class PPOConfig:
-    rollouts: int = 64  # responses sampled per iteration
     minibatch: int = 16
     epochs: int = 4  # passes over each batch (PPO reuses samples; the clip keeps that safe)
     lr: float = 1e-4
@@ -196,7 +195,8 @@ class PPOTrainer:
     """PPO with a KL penalty for a `PolicyWithValue` against a frozen reference GPT.
 
     score_fn(prompts, responses) -> (B,) scores of response strings (the judge, or a reward
-    model). `step(prompts)` runs one iteration and returns its statistics.
+    model). `step(prompts)` runs one iteration, one sampled response per prompt (a batch of
+    rollouts), and returns its statistics.
     """
 
     def __init__(self, policy, reference, tokenizer, score_fn, config=None):

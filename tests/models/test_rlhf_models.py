@@ -12,7 +12,8 @@ from tensorgrad.models import GPT, GPTConfig
 from tensorgrad.models.rlhf import (
     PolicyWithValue, PPOConfig, PPOTrainer, RewardModel, Task, TaskTokenizer, bradley_terry_loss,
     clone, dpo_batch_loss, encode_pairs, judge, judged_pairs, kl_to_reference, last_token_index,
-    pair_batches, sample, sample_tasks, sequence_logprob, sft_loss, sft_targets, synthetic_pairs,
+    pair_batches, preference_accuracy, sample, sample_tasks, sequence_logprob, sft_loss,
+    sft_targets, synthetic_pairs,
 )
 from tensorgrad.models.rlhf.lm import forward, token_logprobs
 from tensorgrad.models.rlhf.tasks import corrupt
@@ -123,16 +124,17 @@ def test_the_reward_model_starts_from_the_lm_and_learns_a_preference(lm):
     assert np.array_equal(rm.backbone.wte.weight.detach().numpy(), lm.wte.weight.detach().numpy())
     pairs = synthetic_pairs(sample_tasks(8, seed=0), seed=0)
     chosen, rejected = pair_batches(TOK, pairs)
-    optimizer = tg.optim.AdamW(rm.parameters(), lr=1e-2)
+    optimizer = tg.optim.AdamW(rm.parameters(), lr=3e-3)
     first = None
-    for _ in range(20):
+    for _ in range(40):
         loss = bradley_terry_loss(rm(chosen), rm(rejected))
         first = first if first is not None else loss.item()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
     assert first == pytest.approx(math.log(2))  # the zero head scores everything 0
-    assert loss.item() < 0.5
+    assert loss.item() < 0.35
+    assert preference_accuracy(rm, TOK, pairs) >= 0.75
 
 
 # --- sampling, PPO, DPO --------------------------------------------------------------------------
@@ -158,7 +160,7 @@ def test_one_ppo_iteration_updates_the_policy_and_reports(lm):
     # An untrained model is never right: score the length instead, so the rewards vary.
     score = lambda prompts, texts: [len(text) / 5 for text in texts]
     trainer = PPOTrainer(PolicyWithValue(lm), reference, TOK, score,
-                         PPOConfig(rollouts=8, minibatch=4, epochs=2, max_new_tokens=5,
+                         PPOConfig(minibatch=4, epochs=2, max_new_tokens=5,
                                    lr=1e-3, kl_target=0.5))
     before = lm.wte.weight.detach().numpy().copy()
     stats = trainer.step([t.prompt for t in tasks])
