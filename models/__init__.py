@@ -25,6 +25,8 @@ What is here:
 - attention_maps.py: attention rollout, per-head [CLS] maps and patch filters of a ViT, and
   their PNG grids; digits.py: scikit-learn's bundled digits (upsampled, seeded split) and a
   random-shift transform.
+- rlhf/ (`tensorgrad.models.rlhf`): after pre-training: SFT with a response-only loss, a reward
+  model (Bradley-Terry), PPO with a KL penalty, DPO, on tasks a program can check.
 - data.py: corpora with nothing to download (the Python standard library's source, and its
   docstrings and comments as English documents) and random training windows from a token
   stream.
@@ -40,6 +42,7 @@ from .bert_heads import (  # noqa: F401
 )
 from .generation import generate, pad_prompts  # noqa: F401
 from .gpt import GPT, GPTConfig  # noqa: F401
+from . import rlhf  # noqa: F401
 from .lora import LoraConfig, PeftModel, get_peft_model  # noqa: F401
 from .t5 import T5Config, T5EncoderModel, T5ForConditionalGeneration  # noqa: F401
 from .transformer import Seq2SeqTransformer, TransformerConfig  # noqa: F401

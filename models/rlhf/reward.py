@@ -1,0 +1,72 @@
+"""A reward model (Stiennon et al., 2020; Ouyang et al., 2022): a GPT backbone whose final
+hidden state at the last real token of prompt + response goes through a linear head to one
+number, trained on preference pairs with the Bradley-Terry loss -log sigmoid(r_chosen -
+r_rejected), so that the probability the model gives to "chosen beats rejected" is
+sigmoid(r_chosen - r_rejected).
+"""
+import tensorgrad as tg
+import tensorgrad.nn.functional as F
+from tensorgrad import nn
+
+from ..gpt import GPT
+from .lm import encode_pairs, forward, last_token_index
+
+
+class RewardModel(nn.Module):
+    """GPT backbone + scalar head. `Sequences` -> rewards (B,).
+
+    Parameters: `backbone` (a GPT; its LM head is unused), `head` (Linear n_embd -> 1).
+    """
+
+    def __init__(self, config, device=None, dtype=None):
+        super().__init__()
+        self.backbone = GPT(config, device=device, dtype=dtype)
+        self.head = nn.Linear(config.n_embd, 1, device=device, dtype=dtype)
+        nn.init.zeros_(self.head.weight)  # every response starts at reward 0
+        nn.init.zeros_(self.head.bias)
+
+    @classmethod
+    def from_lm(cls, lm):
+        """A reward model whose backbone starts as a copy of a trained GPT (InstructGPT starts
+        it from the SFT model: it already reads the task)."""
+        weight = lm.wte.weight
+        model = cls(lm.config, device=weight.device, dtype=weight.dtype)
+        model.backbone.load_state_dict(lm.state_dict())
+        return model
+
+    def forward(self, seqs):
+        _, hidden = forward(self.backbone, seqs)  # (B, T, C)
+        B = hidden.shape[0]
+        last = last_token_index(seqs.attention_mask)  # (B,)
+        rows = tg.arange(B, device=last.device)
+        return self.head(hidden[rows, last]).squeeze(-1)  # (B, C) -> (B,)
+
+    @tg.no_grad()
+    def score(self, tokenizer, prompts, responses):
+        """Rewards (B,) for prompt and response strings."""
+        device = self.head.weight.device
+        return self(encode_pairs(tokenizer, prompts, responses, device=device))
+
+
+def bradley_terry_loss(chosen_rewards, rejected_rewards):
+    """-log sigmoid(r_chosen - r_rejected), averaged over pairs: the negative log-likelihood of
+    the preferences under the Bradley-Terry model. Both (B,); returns a scalar."""
+    return -F.logsigmoid(chosen_rewards - rejected_rewards).mean()
+
+
+def pair_batches(tokenizer, pairs, device=None):
+    """(chosen `Sequences`, rejected `Sequences`) for a list of `PreferencePair`s."""
+    prompts = [p.prompt for p in pairs]
+    return (encode_pairs(tokenizer, prompts, [p.chosen for p in pairs], device=device),
+            encode_pairs(tokenizer, prompts, [p.rejected for p in pairs], device=device))
+
+
+@tg.no_grad()
+def preference_accuracy(model, tokenizer, pairs, batch_size=256):
+    """The fraction of pairs whose chosen response the reward model scores strictly higher."""
+    right = 0
+    for i in range(0, len(pairs), batch_size):
+        chosen, rejected = pair_batches(tokenizer, pairs[i:i + batch_size],
+                                        device=model.head.weight.device)
+        right += int((model(chosen) > model(rejected)).sum().item())
+    return right / len(pairs)
