@@ -440,24 +440,26 @@ def _hf_name(ours):
     return f"{head}encoder.layer.{index}.{_OURS_IN_BLOCK[module]}.{kind}"
 
 
-def _memory_name(hf):
-    """A checkpoint name -> transformers 5's in-memory spelling (the inverse of the next)."""
-    head, sep, rest = hf.partition("encoder.layer.")
+def _respell(key, layers, new_layers, modules):
+    """key with its `layers`{i}.{module}.{kind} part written `new_layers`{i}.{modules[module]}."""
+    head, sep, rest = key.partition(layers)
     if not sep:
-        return hf
+        return key
     index, _, leaf = rest.partition(".")
     module, _, kind = leaf.rpartition(".")
-    return f"{head}layers.{index}.{_CHECKPOINT_TO_MEMORY.get(module, module)}.{kind}"
+    return f"{head}{new_layers}{index}.{modules.get(module, module)}.{kind}"
+
+
+def _memory_name(hf):
+    """A checkpoint name -> transformers 5's in-memory spelling (the inverse of the next)."""
+    return _respell(hf, "encoder.layer.", "layers.", _CHECKPOINT_TO_MEMORY)
 
 
 def _canonical_hf_name(key):
     """A key in transformers 5's in-memory spelling -> the checkpoint spelling."""
-    head, sep, rest = key.partition("layers.")
-    if not sep or "encoder." in head:
+    if "encoder." in key.partition("layers.")[0]:
         return key
-    index, _, leaf = rest.partition(".")
-    module, _, kind = leaf.rpartition(".")
-    return f"{head}encoder.layer.{index}.{_MEMORY_NAMES.get(module, module)}.{kind}"
+    return _respell(key, "layers.", "encoder.layer.", _MEMORY_NAMES)
 
 
 def state_dict_from_hf(model, hf_state, base, canonical=_canonical_hf_name):
