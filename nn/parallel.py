@@ -9,15 +9,13 @@
 
 How the gradients are averaged. At wrap time the parameters that require grad are laid out,
 in reverse order (roughly the order backward produces their gradients), into buckets of at most
-`bucket_cap_mb` of one dtype, each with one flat buffer. tensorgrad's engine has no
-post-accumulate hooks, so DDP owns the accumulation instead: each parameter gets a gradient
-hook (Tensor.register_hook), which, in a backward that follows a synchronising forward, adds
-the incoming gradient to what `.grad` held (earlier no_sync steps), writes that into its slot
-of the bucket, and hands the engine a fresh tensor with the same values to take as the new
-`.grad` (the engine keeps a fresh array as `.grad` without copying it: DESIGN.md, the engine).
-When a bucket's last parameter is in, one allreduce averages the flat buffer and each
-parameter's `.grad` is overwritten in place with its averaged slot. So when backward returns,
-every `.grad` holds the mean over ranks of the gradient accumulated since it was last zeroed.
+`bucket_cap_mb` of one dtype, each with one flat buffer. Each parameter gets a post-accumulate
+hook (Tensor.register_post_accumulate_grad_hook), which, in a backward that follows a
+synchronising forward, copies the parameter's `.grad` (this backward's gradient added to what
+earlier no_sync steps left there) into its slot of the bucket. When a bucket's last parameter
+is in, one allreduce averages the flat buffer and each `.grad` is overwritten in place with its
+averaged slot. So when backward returns, every `.grad` holds the mean over ranks of the
+gradient accumulated since it was last zeroed.
 The allreduce runs inside the hook, synchronously: on CPUs the next VJP would compete with
 MPI for the same core anyway.
 """
@@ -88,7 +86,7 @@ class DistributedDataParallel(Module):
         self._armed = False  # the next backward averages (set by a synchronising forward)
         self._unreduced = 0  # buckets of the armed backward still waiting for a parameter
         this = weakref.ref(self)  # hooks must not keep the wrapper alive (params outlive it)
-        handles = [p.register_hook(functools.partial(_hook, this, bucket, i))
+        handles = [p.register_post_accumulate_grad_hook(functools.partial(_hook, this, bucket, i))
                    for bucket in self._buckets for i, p in enumerate(bucket.params)]
         weakref.finalize(self, _remove_all, handles)
 
@@ -126,7 +124,7 @@ class DistributedDataParallel(Module):
             self._armed = self.require_backward_grad_sync
             self._unreduced = len(self._buckets)
             for bucket in self._buckets:
-                bucket.ready = 0
+                bucket.reset()
         return self.module(*inputs, **kwargs)
 
     def _check_previous_reduction(self):
@@ -136,10 +134,10 @@ class DistributedDataParallel(Module):
         if not (self._armed and any(b.ready for b in self._buckets)):
             return
         waiting = {id(p) for b in self._buckets if b.ready < len(b.params)
-                   for p, grad in zip(b.params, b.grads) if grad is None}
+                   for p, arrived in zip(b.params, b.arrived) if not arrived}
         missing = [name for name, p in self.module.named_parameters() if id(p) in waiting]
         for bucket in self._buckets:  # start clean, should the caller go on regardless
-            bucket.ready, bucket.grads = 0, [None] * len(bucket.params)
+            bucket.reset()
         self._armed = False
         raise RuntimeError(
             "DistributedDataParallel: the previous backward gave no gradient to "
@@ -175,37 +173,31 @@ class _Bucket:
         for p in params:  # each slot a view of the flat buffer, in the parameter's shape
             self.slots.append(self.flat[offset:offset + p.numel()].view(p.shape))
             offset += p.numel()
-        self.grads = [None] * len(params)  # the tensors handed to the engine as .grad
+        self.reset()
+
+    def reset(self):
+        self.arrived = [False] * len(self.params)  # which .grads of this backward are in
         self.ready = 0
 
 
-def _hook(this, bucket, index, grad):
-    """A parameter's gradient of this backward has arrived (see the module docstring)."""
+def _hook(this, bucket, index, param):
+    """A parameter's .grad has taken this backward's gradient (see the module docstring)."""
     ddp = this()
     if ddp is None or not ddp._armed:
-        return None  # no_sync, or a backward of no DDP forward: accumulate as usual
-    param = bucket.params[index]
+        return  # no_sync, or a backward of no DDP forward: the gradient stays local
     with tg.no_grad():
-        total = grad.clone() if param.grad is None else param.grad + grad
-        bucket.slots[index].copy_(total)
-    param.grad = None  # the engine takes `total` as the new .grad (it is not added to the old)
-    bucket.grads[index] = total
+        bucket.slots[index].copy_(param.grad)
+    bucket.arrived[index] = True
     bucket.ready += 1
     if bucket.ready == len(bucket.params):
-        _reduce(ddp, bucket, index)
-    return total
+        _reduce(ddp, bucket)
 
 
-def _reduce(ddp, bucket, current):
+def _reduce(ddp, bucket):
     dist.all_reduce(bucket.flat, op=dist.ReduceOp.AVG)
     with tg.no_grad():
-        for i, (param, grad) in enumerate(zip(bucket.params, bucket.grads)):
-            grad.copy_(bucket.slots[i])
-            if i != current and param.grad is not None and param.grad.data is not grad.data:
-                raise RuntimeError("DistributedDataParallel: the autograd engine copied a "
-                                   "gradient a hook returned, so .grad misses the average; "
-                                   "DDP relies on it keeping fresh arrays (DESIGN.md)")
-    bucket.grads = [None] * len(bucket.params)
+        for param, slot in zip(bucket.params, bucket.slots):
+            param.grad.copy_(slot)
     ddp._unreduced -= 1
     if not ddp._unreduced:
         ddp._armed = False  # done: a second backward of the same graph stays local

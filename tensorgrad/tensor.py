@@ -231,6 +231,11 @@ class Tensor(InPlaceMethods):
         A hook registered before an in-place change sees the gradient of the old value."""
         return _hooks.register_hook(self, hook)
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """`hook(self)` runs after this leaf's `.grad` has taken a backward's gradient;
+        returns a handle with `.remove()`. Leaves only, as in PyTorch."""
+        return _hooks.register_post_accumulate_grad_hook(self, hook)
+
     def retain_grad(self):
         """Keep this non-leaf's gradient in `.grad` at backward (taken after its hooks ran);
         for a leaf, which keeps it anyway, nothing to do."""

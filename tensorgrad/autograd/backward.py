@@ -160,6 +160,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             if entry is not None:
                 grad = _hooks.run(entry, grad, create_graph)
             _deliver(leaf, grad, captured, wanted, create_graph, owned)
+            if entry is not None and entry.post_hooks and captured is None:
+                _hooks.run_post_accumulate(entry, leaf)
     if captured is not None:
         return [captured.get(i) for i in range(len(inputs))]
     return None

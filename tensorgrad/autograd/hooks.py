@@ -9,7 +9,9 @@ while an entry exists.
 
 As in PyTorch: hooks run in registration order on the gradient summed over every path, before
 it is used (a non-leaf's VJP, a leaf's `.grad`, what `grad()` returns); a hook returning a
-tensor replaces the gradient; a retained `.grad` is taken last, after every hook.
+tensor replaces the gradient; a retained `.grad` is taken last, after every hook. A leaf's
+post-accumulate hooks (`register_post_accumulate_grad_hook`) run after its `.grad` was updated,
+with the leaf itself (DistributedDataParallel averages `.grad` from there).
 """
 import itertools
 import weakref
@@ -21,12 +23,13 @@ _ids = itertools.count()
 
 
 class _Entry:
-    __slots__ = ("target", "hooks", "retainer")
+    __slots__ = ("target", "hooks", "post_hooks", "retainer")
 
     def __init__(self, target):
         key = id(target)
         self.target = weakref.ref(target, lambda _: registry.pop(key, None))
         self.hooks = {}  # handle id -> fn, in registration order
+        self.post_hooks = {}  # handle id -> fn(leaf), after the leaf's .grad is updated
         self.retainer = None  # a weak reference to the non-leaf tensor whose .grad is kept
 
 
@@ -38,7 +41,8 @@ def _entry(target):
 
 
 def _forget_if_empty(key, entry):
-    if not entry.hooks and entry.retainer is None and registry.get(key) is entry:
+    if (not entry.hooks and not entry.post_hooks and entry.retainer is None
+            and registry.get(key) is entry):
         del registry[key]
 
 
@@ -52,7 +56,9 @@ class RemovableHandle:
 
     def remove(self):
         entry = registry.get(self._key)
-        if entry is not None and entry.hooks.pop(self.id, None) is not None:
+        if entry is None:
+            return
+        if (entry.hooks.pop(self.id, None) or entry.post_hooks.pop(self.id, None)) is not None:
             _forget_if_empty(self._key, entry)
 
     def __enter__(self):
@@ -73,6 +79,28 @@ def register_hook(tensor, fn):
     hook_id = next(_ids)
     _entry(target).hooks[hook_id] = fn
     return RemovableHandle(id(target), hook_id)
+
+
+def register_post_accumulate_grad_hook(tensor, fn):
+    """Tensor.register_post_accumulate_grad_hook: `fn(tensor)` runs once the leaf's `.grad`
+    has taken this backward's gradient (not for `grad()`, which fills no `.grad`)."""
+    if tensor._node is not None:
+        raise RuntimeError("register_post_accumulate_grad_hook: post accumulate grad hooks "
+                           "cannot be registered on non-leaf tensors")
+    if not tensor.requires_grad:
+        raise RuntimeError("register_post_accumulate_grad_hook: cannot register a hook on a "
+                           f"tensor that doesn't require gradient (shape {tuple(tensor.shape)})")
+    if not callable(fn):
+        raise TypeError("register_post_accumulate_grad_hook: expected a callable fn(tensor), "
+                        f"got {type(fn).__name__}")
+    hook_id = next(_ids)
+    _entry(tensor).post_hooks[hook_id] = fn
+    return RemovableHandle(id(tensor), hook_id)
+
+
+def run_post_accumulate(entry, leaf):
+    for fn in list(entry.post_hooks.values()):  # a hook may remove itself
+        fn(leaf)
 
 
 def retain_grad(tensor):

@@ -48,6 +48,26 @@ def test_leaf_hook_runs_once_on_the_gradient_summed_over_paths():
     same(g_ours, g_theirs)
 
 
+def test_post_accumulate_grad_hook_matches_torch():
+    def run(lib):
+        seen = []
+        w = lib.tensor([1.0, 2.0], requires_grad=True)
+        handle = w.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.clone()))
+        (w * w).sum().backward()
+        (w * 3).sum().backward()  # the hook sees .grad after accumulation: 2w + 3
+        handle.remove()
+        w.sum().backward()
+        lib.autograd.grad((w * 5).sum(), w)  # fills no .grad, so no call either
+        return seen
+    ours, theirs = both(run)
+    assert len(ours) == len(theirs) == 2
+    for a, b in zip(ours, theirs):
+        same(a, b)
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match="non-leaf"):
+            (lib.ones(2, requires_grad=True) * 2).register_post_accumulate_grad_hook(print)
+
+
 def test_retained_grad_accumulates_and_is_a_copy():
     def run(lib):
         a = lib.tensor([1.0, 2.0], requires_grad=True)
