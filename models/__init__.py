@@ -27,6 +27,9 @@ What is here:
   random-shift transform.
 - rlhf/ (`tensorgrad.models.rlhf`): after pre-training: SFT with a response-only loss, a reward
   model (Bradley-Terry), PPO with a KL penalty, DPO, on tasks a program can check.
+- classification.py: Hugging Face's classification-head loss (by problem_type) and label maps,
+  shared by BERT, ViT and Swin; outputs.py: the output objects HF-named classes return;
+  hub.py: reading and writing Hugging Face checkpoint folders.
 - data.py: corpora with nothing to download (the Python standard library's source, and its
   docstrings and comments as English documents) and random training windows from a token
   stream.

@@ -25,6 +25,7 @@ from tensorgrad.nn.masks import padding_mask_from_attention_mask
 from tensorgrad.nn.transformer import EncoderBlock
 
 from . import hub
+from .classification import labels_to_hf, num_labels_from_hf
 from .outputs import BaseModelOutputWithPooling
 
 # Hugging Face's hidden_act names -> nn.FeedForward's. BERT uses the exact (erf) GELU.
@@ -116,8 +117,7 @@ class BertConfig:
             raise ValueError(f"BertConfig.from_hf: unsupported BERT variant ({', '.join(bad)})")
         fields = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in hf.items() if k in fields}
-        if "id2label" in hf:  # HF derives num_labels from the label names
-            values["num_labels"] = len(hf["id2label"])
+        values["num_labels"] = num_labels_from_hf(hf)  # HF derives it from the label names
         return cls(**values)
 
     def to_hf(self, architecture="BertModel"):
@@ -128,9 +128,7 @@ class BertConfig:
                              "silently drop")
         hf = dataclasses.asdict(self)
         hf.pop("attention")
-        labels = hf.pop("num_labels")
-        hf["id2label"] = {str(i): f"LABEL_{i}" for i in range(labels)}
-        hf["label2id"] = {f"LABEL_{i}": i for i in range(labels)}
+        hf.update(labels_to_hf(hf.pop("num_labels")))
         return {"model_type": "bert", "architectures": [architecture],
                 "position_embedding_type": "absolute", "tie_word_embeddings": True, **hf}
 

@@ -13,6 +13,7 @@ import tensorgrad.nn.functional as F
 from tensorgrad import nn
 
 from .bert import HIDDEN_ACTIVATIONS, BertModel, BertPreTrainedModel
+from .classification import classification_loss
 from .outputs import LogitsOutput, ModelOutput
 
 # The masked-LM transform's activation, by nn.FeedForward's name for it
@@ -162,25 +163,9 @@ class BertForSequenceClassification(_Head):
                 **options):
         out = self._encode(input_ids, attention_mask, token_type_ids, options)
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
-        loss = None if labels is None else self._loss(logits, labels)
+        loss = None if labels is None else classification_loss(logits, labels,
+                                                               self.config.problem_type)
         return LogitsOutput(loss, logits, out.hidden_states, out.attentions)
-
-    def _loss(self, logits, labels):
-        n = self.config.num_labels
-        kind = self.config.problem_type or (
-            "regression" if n == 1 else
-            "single_label_classification" if labels.dtype.kind in "iu" else
-            "multi_label_classification")
-        if kind == "regression":
-            labels = labels.to(logits.dtype)
-            if n == 1:
-                return F.mse_loss(logits.squeeze(), labels.squeeze())
-            return F.mse_loss(logits, labels)
-        if kind == "single_label_classification":
-            return F.cross_entropy(logits.reshape(-1, n), labels.reshape(-1))
-        if kind == "multi_label_classification":
-            return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
-        raise ValueError(f"BertForSequenceClassification: unknown problem_type {kind!r}")
 
 
 class BertForTokenClassification(_Head):

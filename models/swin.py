@@ -22,11 +22,11 @@ import tensorgrad.nn.functional as F
 from tensorgrad import nn
 
 from . import hub
+from .classification import classification_loss, labels_to_hf, num_labels_from_hf
 from .outputs import BaseModelOutputWithPooling, LogitsOutput
 from .vit import (
-    HF_ACTIVATIONS, PatchEmbeddings, classification_loss, drop_qkv_biases,
-    labels_to_hf, load_hf_state, num_labels_from_hf, reset_parameters, resize_positions,
-    save_hf_folder,
+    HF_ACTIVATIONS, PatchEmbeddings, drop_qkv_biases, load_hf_state, reset_parameters,
+    resize_positions, save_hf_folder,
 )
 
 

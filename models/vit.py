@@ -21,6 +21,7 @@ from tensorgrad import nn
 from tensorgrad.nn.transformer import EncoderBlock
 
 from . import hub
+from .classification import classification_loss, labels_to_hf, num_labels_from_hf
 from .outputs import BaseModelOutputWithPooling, LogitsOutput
 
 # Hugging Face's hidden_act names -> FeedForward's activation names.
@@ -116,35 +117,6 @@ class ViTConfig:
         hf.update(model_type="vit", encoder_stride=self.patch_size, **labels_to_hf(self.num_labels))
         del hf["num_labels"]
         return hf
-
-
-def num_labels_from_hf(hf):
-    """The number of labels a Hugging Face config.json gives (id2label wins, as there)."""
-    return len(hf["id2label"]) if "id2label" in hf else hf.get("num_labels", 2)
-
-
-def labels_to_hf(num_labels):
-    names = {str(i): f"LABEL_{i}" for i in range(num_labels)}
-    return {"id2label": names, "label2id": {v: int(k) for k, v in names.items()}}
-
-
-def classification_loss(logits, labels, problem_type=None):
-    """Hugging Face's image-classification loss: MSE for one label (regression), cross-entropy
-    for integer labels, binary cross-entropy with logits for float multi-hot labels."""
-    if problem_type is None:
-        if logits.shape[-1] == 1:
-            problem_type = "regression"
-        elif labels.dtype.kind in "iu":
-            problem_type = "single_label_classification"
-        else:
-            problem_type = "multi_label_classification"
-    if problem_type == "regression":
-        return F.mse_loss(logits.squeeze(-1), labels.to(logits.dtype))
-    if problem_type == "single_label_classification":
-        return F.cross_entropy(logits, labels)
-    if problem_type == "multi_label_classification":
-        return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
-    raise ValueError(f"classification_loss: unknown problem_type {problem_type!r}")
 
 
 def drop_qkv_biases(attention):
