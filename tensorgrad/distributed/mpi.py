@@ -94,6 +94,9 @@ class MpiGroup:
                              f"{exc_type.__name__}; aborting the job (MPI_Abort)\n")
             sys.stdout.flush()
             sys.stderr.flush()
+            # mpiexec forwards each rank's output through a proxy that MPI_Abort kills at once:
+            # without a moment to pass it on, the traceback can arrive cut short
+            time.sleep(0.5)
             self.comm.Abort(1)
 
         abort_job.previous = previous
