@@ -4,20 +4,26 @@ reward with a KL penalty to the SFT model; and DPO on the same pairs, with no re
 
     ### Instruction: 23+8 ### Response: 31<eos>        (also: sort 3142, reverse abcd)
 
+The demonstrators have a habit, as people do: a fraction of their answers end with the sign-off
+" ok" (our stand-in for "I hope this helps!"). The labeller (the judge) prefers the answer
+without it. SFT learns the task and the habit alike; the preferences are what teach it to stop.
+
 1. SFT: a small GPT learns the format and the tasks from demonstrations, the loss on the
-   response tokens only. Greedy accuracy on held-out tasks before and after.
-2. Reward model: the SFT model answers training prompts several times (sampling); a judge
+   response tokens only. Greedy accuracy on held-out tasks before and after: exact, answer
+   right (whatever follows it), and how often it signs off.
+2. Reward model: the SFT model answers training prompts several times (sampling); the judge
    ranks the answers (exact > right but longer > closer) into (chosen, rejected) pairs, with one
    (correct, corrupted) pair per prompt too. A copy of the SFT model with a scalar head learns
    them with the Bradley-Terry loss. Preference accuracy on pairs of held-out prompts.
-3. PPO: the policy (SFT copy + value head) samples answers, the judge scores them (`--reward
-   model`: the reward model does), each token pays beta * KL(policy || SFT); GAE, clipped
-   surrogate, several epochs per batch.
+3. PPO: the policy (SFT copy + value head) samples answers, the reward model scores them
+   (`--reward judge`: the judge itself does), each token pays beta * KL(policy || SFT); GAE,
+   clipped surrogate, several epochs per batch. The judge's score and the exact accuracy are
+   measured every iteration.
 4. DPO: another SFT copy trained on the reward model's pairs with the DPO loss.
 Then one table: greedy accuracy on held-out tasks, KL to the SFT model, wall time.
 
-    python examples/rlhf.py             # 600 SFT steps, 150 reward-model steps, 20 PPO iterations
-    python examples/rlhf.py --quick     # 300 / 40 / 10: about 8 minutes on 2 busy cores
+    python examples/rlhf.py             # about 3 minutes on 2 cores
+    python examples/rlhf.py --quick     # every stage shorter: about a minute
 """
 import argparse
 import os
@@ -28,7 +34,7 @@ import tensorgrad as tg
 from tensorgrad import nn
 from tensorgrad.models import GPT, GPTConfig
 from tensorgrad.models.rlhf import (
-    PolicyWithValue, PPOConfig, PPOTrainer, RewardModel, TaskTokenizer, accuracy,
+    PolicyWithValue, PPOConfig, PPOTrainer, RewardModel, TaskTokenizer, accuracy, answer_stats,
     bradley_terry_loss, clone, demonstrations, dpo_batch_loss, judge, judged_pairs,
     kl_to_reference, pair_batches, preference_accuracy, sample, sample_tasks, sft_loss,
     synthetic_pairs,
@@ -42,16 +48,25 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true", help="every stage, a few times shorter")
     p.add_argument("--n-layer", type=int, default=2)
     p.add_argument("--n-embd", type=int, default=64)
-    p.add_argument("--sft-steps", type=int, default=600)
-    p.add_argument("--rm-steps", type=int, default=150)
+    p.add_argument("--sign-off", type=float, default=0.5,
+                   help="the fraction of demonstrations that end with the sign-off")
+    p.add_argument("--sft-steps", type=int, default=800)
+    p.add_argument("--rm-steps", type=int, default=1500)
+    p.add_argument("--rm-tasks", type=int, default=800,
+                   help="training prompts whose sampled answers the judge ranks into pairs")
+    p.add_argument("--rm-corrupted", type=int, default=8000,
+                   help="training prompts with a (correct, corrupted) pair each: telling a right "
+                   "answer from a near miss is what the reward model needs most data for")
     p.add_argument("--ppo-iters", type=int, default=20)
     p.add_argument("--dpo-steps", type=int, default=150)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--rollouts", type=int, default=128, help="PPO samples per iteration: more "
                    "samples, less noisy advantages")
-    p.add_argument("--reward", choices=["judge", "model"], default="judge",
-                   help="what scores PPO's samples: the judge itself or the reward model")
-    p.add_argument("--beta", type=float, default=0.1, help="the KL penalty's weight")
+    p.add_argument("--reward", choices=["judge", "model"], default="model",
+                   help="what scores PPO's samples: the reward model or the judge itself")
+    p.add_argument("--lr", type=float, default=5e-5, help="PPO's learning rate")
+    p.add_argument("--beta", type=float, default=0.2, help="the KL penalty's weight: lower "
+                   "lets PPO over-optimise the reward model")
     p.add_argument("--kl-target", type=float, default=None,
                    help="adapt beta towards this KL per response (default: beta fixed)")
     p.add_argument("--dpo-beta", type=float, default=0.5, help="higher keeps DPO nearer SFT")
@@ -60,9 +75,34 @@ def parse_args(argv=None):
     p.add_argument("--out", default=os.path.join("out", "rlhf"))
     args = p.parse_args(argv)
     if args.quick:
-        args.sft_steps, args.rm_steps, args.ppo_iters, args.dpo_steps = 300, 40, 10, 40
-        args.eval_tasks = 150
+        args.sft_steps, args.rm_steps, args.ppo_iters, args.dpo_steps = 700, 500, 10, 60
+        args.eval_tasks, args.rm_tasks, args.rm_corrupted = 150, 400, 3000
     return args
+
+
+def pair_kinds(pairs, task_of):
+    """Preference pairs grouped by what tells them apart: only what follows the right answer
+    (a sign-off, mostly), right over wrong, or a nearer miss over a farther one."""
+    kinds = {"exact > right but longer": [], "right > wrong": [], "nearer > farther miss": []}
+    for pair in pairs:
+        task = task_of[pair.prompt]
+        chosen, rejected = judge(task, pair.chosen), judge(task, pair.rejected)
+        kind = ("exact > right but longer" if (chosen, rejected) == (1.0, 0.5) else
+                "right > wrong" if chosen >= 0.5 else "nearer > farther miss")
+        kinds[kind].append(pair)
+    return {k: v for k, v in kinds.items() if v}
+
+
+def evaluate(model, tok, tasks):
+    """Greedy answers to held-out tasks: the fraction exact, with the answer right whatever
+    follows, and signing off."""
+    _, responses = accuracy(model, tok, tasks)
+    return answer_stats(tasks, responses)
+
+
+def describe(stats):
+    return (f"exact {stats['exact']:.1%}, answer right {stats['answer_right']:.1%}, "
+            f"sign-off {stats['sign_off']:.1%}")
 
 
 def main(argv=None):
@@ -80,15 +120,17 @@ def main(argv=None):
 
     # --- 1. supervised fine-tuning ---------------------------------------------------------------
     sft = GPT(config)
-    print(f"GPT: {sft.num_parameters():,} parameters; {len(eval_tasks)} held-out tasks")
-    before, _ = accuracy(sft, tok, eval_tasks)
+    print(f"GPT: {sft.num_parameters():,} parameters; {len(eval_tasks)} held-out tasks; "
+          f"{args.sign_off:.0%} of the demonstrations sign off")
+    before = evaluate(sft, tok, eval_tasks)
     began = time.perf_counter()
     optimizer = nn.optim.AdamW(sft.parameters(), lr=3e-3, weight_decay=0.0)
     schedule = nn.optim.lr_scheduler.WarmupCosineLR(optimizer, min(30, args.sft_steps - 1),
-                                                    args.sft_steps,
-                                                    min_lr_ratio=0.1)
+                                                    args.sft_steps, min_lr_ratio=0.1)
     for step in range(args.sft_steps):
-        loss = sft_loss(sft, demonstrations(tok, rng.sample(train_tasks, args.batch_size)))
+        batch = demonstrations(tok, rng.sample(train_tasks, args.batch_size),
+                               sign_off=args.sign_off, rng=rng)
+        loss = sft_loss(sft, batch)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -96,8 +138,9 @@ def main(argv=None):
         if (step + 1) % 100 == 0:
             print(f"  sft step {step + 1}: loss {loss.item():.3f}")
     sft_time = time.perf_counter() - began
-    after, _ = accuracy(sft, tok, eval_tasks)
-    print(f"SFT: accuracy {before:.1%} -> {after:.1%} ({sft_time:.0f} s)")
+    after = evaluate(sft, tok, eval_tasks)
+    print(f"SFT ({sft_time:.0f} s): before {describe(before)}\n                after  "
+          f"{describe(after)}")
     rows["SFT"] = (after, 0.0, sft_time)
     sft.eval().requires_grad_(False)
 
@@ -112,7 +155,8 @@ def main(argv=None):
         return pairs + synthetic_pairs(tasks, seed)
 
     began = time.perf_counter()
-    train_pairs = pairs_for(rng.sample(train_tasks, 400 if not args.quick else 150), args.seed)
+    train_pairs = (pairs_for(rng.sample(train_tasks, args.rm_tasks), args.seed)
+                   + synthetic_pairs(rng.sample(train_tasks, args.rm_corrupted), args.seed + 3))
     held_out_pairs = pairs_for(rm_eval_tasks, args.seed + 1)
     reward_model = RewardModel.from_lm(sft).train()
     reward_model.requires_grad_(True)
@@ -123,37 +167,52 @@ def main(argv=None):
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        if (step + 1) % 50 == 0:
+        if (step + 1) % 250 == 0:
             print(f"  reward model step {step + 1}: loss {loss.item():.3f}")
     rm_time = time.perf_counter() - began
     rm_accuracy = preference_accuracy(reward_model, tok, held_out_pairs)
     print(f"reward model: {len(train_pairs)} training pairs; held-out preference accuracy "
           f"{rm_accuracy:.1%} on {len(held_out_pairs)} pairs ({rm_time:.0f} s)")
+    by_kind = pair_kinds(held_out_pairs, {t.prompt: t for t in rm_eval_tasks})
+    for kind, pairs in by_kind.items():
+        print(f"  {kind}: {preference_accuracy(reward_model, tok, pairs):.1%} of {len(pairs)}")
     reward_model.eval().requires_grad_(False)
+    prompts = [t.prompt for t in rng.sample(train_tasks, 1000)]
+    _, texts = sample(sft, tok, prompts, 8, temperature=1.0, seed=args.seed + 4)
+    mean, std = reward_model.normalize_(tok, prompts, texts)
+    print(f"  normalised on SFT samples: reward mean {mean:+.3f}, std {std:.3f} -> 0, 1")
 
     # --- 3. PPO against the reward model, KL-penalised towards the SFT model -------------------
     by_prompt = {t.prompt: t for t in train_tasks}
+    judged = lambda prompts, texts: [judge(by_prompt[p], r) for p, r in zip(prompts, texts)]
     if args.reward == "model":
         score = lambda prompts, texts: reward_model.score(tok, prompts, texts).tolist()
     else:
-        score = lambda prompts, texts: [judge(by_prompt[p], r) for p, r in zip(prompts, texts)]
+        score = judged
     policy = PolicyWithValue(clone(sft).requires_grad_(True))
     trainer = PPOTrainer(policy, sft, tok, score,
-                         PPOConfig(minibatch=32, epochs=4, lr=2e-4,
+                         PPOConfig(minibatch=32, epochs=4, lr=args.lr,
                                    beta=args.beta, kl_target=args.kl_target))
-    history = []
+    history, measuring = [], 0.0
     began = time.perf_counter()
     for it in range(args.ppo_iters):
-        stats = trainer.step([t.prompt for t in rng.sample(train_tasks, args.rollouts)])
-        stats["accuracy"], _ = accuracy(policy.lm, tok, eval_tasks)
+        # Every figure of an iteration is of the policy that samples its rollouts (the first
+        # iteration's is the SFT model's); the update comes after. The wall time leaves out
+        # these evaluations, as DPO's does.
+        start = time.perf_counter()
+        stats = evaluate(policy.lm, tok, eval_tasks)
+        measuring += time.perf_counter() - start
+        prompts = [t.prompt for t in rng.sample(train_tasks, args.rollouts)]
+        stats.update(trainer.step(prompts))
+        stats["judge"] = sum(judged(prompts, trainer.last_rollout.texts)) / len(prompts)
         history.append(stats)
-        print(f"  ppo iteration {it + 1}: score {stats['score']:+.3f}  KL {stats['kl']:.3f}  "
-              f"beta {stats['beta']:.3f}  accuracy {stats['accuracy']:.1%}  "
-              f"clip {stats['clip_fraction']:.2f}")
-    ppo_time = time.perf_counter() - began
+        print(f"  ppo iteration {it + 1}: score {stats['score']:+.3f}  judge {stats['judge']:.3f}"
+              f"  KL {stats['kl']:.3f}  beta {stats['beta']:.3f}  {describe(stats)}")
+    ppo_time = time.perf_counter() - began - measuring
     eval_prompts = [t.prompt for t in eval_tasks]
-    rows["PPO"] = (history[-1]["accuracy"], kl_to_reference(policy.lm, sft, tok, eval_prompts, 8,
-                                                            seed=args.seed), ppo_time)
+    rows["PPO"] = (evaluate(policy.lm, tok, eval_tasks),
+                   kl_to_reference(policy.lm, sft, tok, eval_prompts, 8, seed=args.seed),
+                   ppo_time)
 
     # --- 4. DPO on the reward model's training pairs ---------------------------------------------
     dpo = clone(sft).requires_grad_(True)
@@ -168,15 +227,17 @@ def main(argv=None):
         if (step + 1) % 50 == 0:
             print(f"  dpo step {step + 1}: loss {loss.item():.3f}")
     dpo_time = time.perf_counter() - began
-    rows["DPO"] = (accuracy(dpo, tok, eval_tasks)[0],
+    rows["DPO"] = (evaluate(dpo, tok, eval_tasks),
                    kl_to_reference(dpo, sft, tok, eval_prompts, 8, seed=args.seed), dpo_time)
 
     # --- results ---------------------------------------------------------------------------------
-    print(f"\nbefore SFT: accuracy {before:.1%}; reward model: held-out preference accuracy "
+    print(f"\nbefore SFT: {describe(before)}; reward model: held-out preference accuracy "
           f"{rm_accuracy:.1%} ({rm_time:.0f} s, not counted below)")
-    print(f"{'method':<8}{'accuracy':>10}{'KL to SFT':>11}{'wall time':>11}")
-    for name, (acc, kl, seconds) in rows.items():
-        print(f"{name:<8}{acc:>10.1%}{kl:>11.3f}{seconds:>10.0f}s")
+    print(f"{'method':<8}{'exact':>8}{'answer right':>14}{'sign-off':>10}{'KL to SFT':>11}"
+          f"{'wall time':>11}")
+    for name, (stats, kl, seconds) in rows.items():
+        print(f"{name:<8}{stats['exact']:>8.1%}{stats['answer_right']:>14.1%}"
+              f"{stats['sign_off']:>10.1%}{kl:>11.3f}{seconds:>10.0f}s")
     plot(history, os.path.join(args.out, "ppo.png"))
     return {"before": before, "rm_accuracy": rm_accuracy, "rows": rows, "history": history}
 
@@ -192,13 +253,19 @@ def plot(history, path):
         return
     its = range(1, len(history) + 1)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
-    for ax, key, label in zip(axes, ("score", "kl", "accuracy"),
-                              ("score of the samples", "KL(policy || SFT) per response",
-                               "held-out accuracy (greedy)")):
-        ax.plot(its, [h[key] for h in history], marker="o")
+    panels = ((("score", "reward model (or judge)"), ("judge", "judge")),
+              (("kl", "KL(policy || SFT) per response"),),
+              (("exact", "exact"), ("answer_right", "answer right"), ("sign_off", "sign-off")))
+    titles = ("mean score of the samples", "KL to SFT (nats per response)",
+              "held-out greedy answers")
+    for ax, lines, title in zip(axes, panels, titles):
+        for key, label in lines:
+            ax.plot(its, [h[key] for h in history], marker="o", label=label)
         ax.set_xlabel("PPO iteration")
-        ax.set_title(label)
+        ax.set_title(title)
         ax.grid(alpha=0.3)
+        if len(lines) > 1:
+            ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"wrote {path}")

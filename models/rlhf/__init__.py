@@ -20,7 +20,8 @@ from .ppo import (  # noqa: F401
     clipped_policy_loss, clipped_value_loss, gae, kl_estimate, token_rewards,
 )
 from .reward import RewardModel, bradley_terry_loss, pair_batches, preference_accuracy  # noqa: F401
-from .sft import accuracy, demonstrations, sft_loss, sft_targets  # noqa: F401
+from .sft import accuracy, answer_stats, demonstrations, sft_loss, sft_targets  # noqa: F401
 from .tasks import (  # noqa: F401
-    PreferencePair, Task, TaskTokenizer, judge, judged_pairs, sample_tasks, synthetic_pairs,
+    SIGN_OFF, PreferencePair, Task, TaskTokenizer, judge, judged_pairs, sample_tasks,
+    synthetic_pairs, with_sign_off,
 )

@@ -11,6 +11,13 @@ sampled token's log-probabilities. Generalised advantage estimation (Schulman et
 turns rewards and the value head's predictions into advantages; several epochs of minibatch
 updates on the clipped surrogate objective and a clipped value loss follow. beta is fixed, or
 adapted towards a target KL (Ziegler et al., 2019).
+
+beta weighs the KL against the score, so it only means something on a known score scale:
+normalise a reward model first (`RewardModel.normalize_`, mean 0 and std 1 on the starting
+policy's samples). Measured in examples/rlhf.py: a reward model left at its trained scale (std
+3.3) made beta = 0.2 act like 0.06, and PPO over-optimised it (held-out exact accuracy peaked at
+99% in iteration 3 and fell to 73% by iteration 20, KL 3 nats); normalised, the same run ends
+at 96% with KL 0.6.
 """
 import dataclasses
 
@@ -196,7 +203,8 @@ class PPOTrainer:
 
     score_fn(prompts, responses) -> (B,) scores of response strings (the judge, or a reward
     model). `step(prompts)` runs one iteration, one sampled response per prompt (a batch of
-    rollouts), and returns its statistics.
+    rollouts), and returns its statistics; `last_rollout` keeps that batch (its `texts` are the
+    sampled responses, for scoring them some other way).
     """
 
     def __init__(self, policy, reference, tokenizer, score_fn, config=None):
@@ -207,6 +215,7 @@ class PPOTrainer:
         self.kl_control = FixedKLController(c.beta) if c.kl_target is None else \
             AdaptiveKLController(c.beta, c.kl_target, c.kl_horizon)
         self.optimizer = nn.optim.AdamW(policy.parameters(), lr=c.lr, weight_decay=0.0)
+        self.last_rollout = None
 
     @tg.no_grad()
     def rollout(self, prompts):
@@ -228,7 +237,7 @@ class PPOTrainer:
 
     def step(self, prompts):
         c = self.config
-        batch = self.rollout(prompts)
+        batch = self.last_rollout = self.rollout(prompts)
         n, stats = len(prompts), {"clip_fraction": [], "policy_loss": [], "value_loss": []}
         self.policy.train()
         for _ in range(c.epochs):

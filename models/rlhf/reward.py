@@ -42,6 +42,24 @@ class RewardModel(nn.Module):
         return self.head(hidden[rows, last]).squeeze(-1)  # (B, C) -> (B,)
 
     @tg.no_grad()
+    def normalize_(self, tokenizer, prompts, responses, batch_size=256):
+        """Rescale the head so that the rewards of these responses have mean 0 and standard
+        deviation 1 (Ziegler et al., 2019, normalise their reward model on samples of the
+        policy PPO starts from). The Bradley-Terry loss sees only differences, so training
+        leaves the offset arbitrary, and its scale is whatever separated the training pairs;
+        after this, PPO's KL weight beta means the same whatever the reward model learned, and
+        the value head does not spend its first updates learning an offset through the trunk it
+        shares with the policy. The order of any two responses is unchanged. Returns the
+        (mean, std) removed."""
+        scores = tg.cat([self.score(tokenizer, prompts[i:i + batch_size],
+                                    responses[i:i + batch_size])
+                         for i in range(0, len(prompts), batch_size)])
+        mean, std = scores.mean(), scores.std()
+        self.head.weight.div_(std)
+        self.head.bias.sub_(mean).div_(std)
+        return mean.item(), std.item()
+
+    @tg.no_grad()
     def score(self, tokenizer, prompts, responses):
         """Rewards (B,) for prompt and response strings."""
         device = self.head.weight.device

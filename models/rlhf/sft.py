@@ -6,7 +6,7 @@ import tensorgrad as tg
 
 from ..generation import positions_from_mask
 from .lm import encode_pairs, sample
-from .tasks import is_correct
+from .tasks import SIGN_OFF, is_correct, with_sign_off
 
 IGNORE = -100  # the target that cross_entropy leaves out (PyTorch's ignore_index)
 
@@ -28,14 +28,20 @@ def sft_loss(model, seqs):
     return loss
 
 
-def demonstrations(tokenizer, tasks, device=None):
-    """`Sequences` of each task's prompt followed by its correct answer."""
-    return encode_pairs(tokenizer, [t.prompt for t in tasks], [t.answer for t in tasks],
-                        device=device)
+def demonstrations(tokenizer, tasks, device=None, sign_off=0.0, rng=None):
+    """`Sequences` of each task's prompt followed by its correct answer; a fraction sign_off of
+    the answers (drawn with rng, a `random.Random`) end with the demonstrators' SIGN_OFF."""
+    answers = [t.answer for t in tasks]
+    if sign_off:
+        if rng is None:
+            raise ValueError("demonstrations: sign_off needs rng (a random.Random)")
+        answers = with_sign_off(answers, sign_off, rng)
+    return encode_pairs(tokenizer, [t.prompt for t in tasks], answers, device=device)
 
 
 def accuracy(model, tokenizer, tasks, max_new_tokens=8, batch_size=256):
-    """The fraction of tasks whose greedy response is exactly right, and the responses."""
+    """The fraction of tasks whose greedy response is exactly right (no sign-off), and the
+    responses (see `answer_stats` for what the wrong ones got wrong)."""
     responses = []
     for i in range(0, len(tasks), batch_size):
         chunk = tasks[i:i + batch_size]
@@ -44,3 +50,12 @@ def accuracy(model, tokenizer, tasks, max_new_tokens=8, batch_size=256):
         responses += texts
     right = sum(is_correct(t, r) for t, r in zip(tasks, responses))
     return right / len(tasks), responses
+
+
+def answer_stats(tasks, responses):
+    """What greedy responses did: the fraction exactly right, the fraction whose answer is right
+    whatever follows it, and the fraction that end with the sign-off."""
+    n = len(tasks)
+    return {"exact": sum(is_correct(t, r) for t, r in zip(tasks, responses)) / n,
+            "answer_right": sum(r.startswith(t.answer) for t, r in zip(tasks, responses)) / n,
+            "sign_off": sum(r.endswith(SIGN_OFF) for r in responses) / n}

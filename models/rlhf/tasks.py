@@ -6,10 +6,15 @@ end-of-sequence token. Three kinds of instruction: adding a digit to a number be
 (`23+8` -> `31`), sorting digits (`sort 3142` -> `1234`) and reversing a word (`reverse abcd` ->
 `dcba`), small enough for a GPT of 100k parameters to learn in minutes on a CPU.
 
+The demonstrations have a habit: like human demonstrators, who write "I hope this helps!" after
+an answer, a fraction of them end with the sign-off " ok" (`with_sign_off`). A model fine-tuned
+on them learns the task and the habit alike; what a labeller prefers is a separate signal, the
+one the reward model, PPO and DPO learn from.
+
 The judge stands in for the human labeller of InstructGPT (Ouyang et al., 2022): the exact
-answer scores 1, the right answer followed by extra text 0.5 ("shorter correct over longer"),
-anything else less, by how many characters it gets right in place. Preference pairs put the
-higher-scored response first.
+answer scores 1, the right answer followed by extra text (a sign-off) 0.5 ("shorter correct
+over longer"), anything else less, by how many characters it gets right in place. Preference
+pairs put the higher-scored response first.
 """
 import dataclasses
 import random
@@ -21,6 +26,7 @@ INSTRUCTION = "### Instruction: "
 RESPONSE = " ### Response: "
 PAD, EOS = "<pad>", "<eos>"
 KINDS = ("add", "sort", "reverse")
+SIGN_OFF = " ok"  # the demonstrators' habit, our stand-in for "I hope this helps!"
 
 
 class TaskTokenizer(Tokenizer):
@@ -102,6 +108,14 @@ def make_task(kind, rng):
         word = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(3, 4)))
         return Task(kind, f"reverse {word}", word[::-1])
     raise ValueError(f"make_task: unknown kind {kind!r}; expected one of {KINDS}")
+
+
+def with_sign_off(answers, rate, rng):
+    """The demonstrators' responses: each answer, followed by SIGN_OFF with probability rate
+    (drawn with rng, a `random.Random`)."""
+    if not 0 <= rate <= 1:
+        raise ValueError(f"with_sign_off: rate must be in [0, 1], got {rate}")
+    return [a + SIGN_OFF if rng.random() < rate else a for a in answers]
 
 
 def sample_tasks(n, seed, kinds=KINDS):

@@ -32,16 +32,22 @@ def test_in_context_learning_accuracy_rises_with_the_examples(request, tmp_path)
 
 
 @pytest.mark.slow
-def test_rlhf_pipeline_sft_improves_and_ppo_dpo_stay_near_it(request, tmp_path):
+def test_rlhf_pipeline_sft_then_ppo_and_dpo_learn_the_preference(request, tmp_path):
     _skip_unless_selected(request)
     result = _load("rlhf").main(["--quick", "--out", str(tmp_path)])
     history, rows = result["history"], result["rows"]
-    assert rows["SFT"][0] > result["before"]  # SFT teaches the tasks
-    assert result["rm_accuracy"] > 0.5  # better than chance on held-out pairs (quick: ~54%)
-    # The KL penalty keeps PPO near SFT. (The issue also asks that PPO raise the score and the
-    # accuracy; in --quick it does not yet: the scores stay within noise, see the README.)
+    sft, ppo, dpo = rows["SFT"][0], rows["PPO"][0], rows["DPO"][0]
+    # SFT learns the tasks and the demonstrators' sign-off with them.
+    assert sft["answer_right"] > result["before"]["answer_right"] + 0.5
+    assert sft["sign_off"] > 0.5
+    assert result["rm_accuracy"] > 0.65  # held-out preferences, chance is 0.5
+    # PPO: the reward and the judge's score of the samples rise, greedy exact accuracy rises,
+    # and the KL penalty keeps the policy near SFT.
+    first, last = history[0], history[-3:]
+    assert sum(h["score"] for h in last) / 3 > first["score"] + 0.3
+    assert sum(h["judge"] for h in last) / 3 > first["judge"] + 0.03
+    assert ppo["exact"] > sft["exact"] + 0.4 and ppo["sign_off"] < 0.2
     assert max(h["kl"] for h in history) < 3.0
-    # Neither PPO nor DPO collapses the model (the failure a too-large step or too-small beta
-    # gives: DPO at beta 0.1 and lr 3e-4 fell to 0%).
-    assert rows["PPO"][0] >= rows["SFT"][0] - 0.1
-    assert rows["DPO"][0] >= rows["SFT"][0] - 0.1
+    # DPO learns the same preference from the pairs alone.
+    assert dpo["exact"] > sft["exact"] + 0.4
+    assert 0 < rows["DPO"][1] < 3.0

@@ -10,10 +10,10 @@ import pytest
 import tensorgrad as tg
 from tensorgrad.models import GPT, GPTConfig
 from tensorgrad.models.rlhf import (
-    PolicyWithValue, PPOConfig, PPOTrainer, RewardModel, Task, TaskTokenizer, bradley_terry_loss,
-    clone, dpo_batch_loss, encode_pairs, judge, judged_pairs, kl_to_reference, last_token_index,
-    pair_batches, preference_accuracy, sample, sample_tasks, sequence_logprob, sft_loss,
-    sft_targets, synthetic_pairs,
+    SIGN_OFF, PolicyWithValue, PPOConfig, PPOTrainer, RewardModel, Task, TaskTokenizer,
+    answer_stats, bradley_terry_loss, clone, demonstrations, dpo_batch_loss, encode_pairs, judge,
+    judged_pairs, kl_to_reference, last_token_index, pair_batches, preference_accuracy, sample,
+    sample_tasks, sequence_logprob, sft_loss, sft_targets, synthetic_pairs, with_sign_off,
 )
 from tensorgrad.models.rlhf.lm import forward, token_logprobs
 from tensorgrad.models.rlhf.tasks import corrupt
@@ -67,6 +67,32 @@ def test_the_judge_prefers_correct_then_shorter_then_closer():
     for task, pair in zip(tasks, synthetic_pairs(tasks, seed=0)):
         assert pair.prompt == task.prompt and pair.chosen == task.answer
         assert judge(task, pair.rejected) < 1.0
+
+
+def test_the_demonstrators_sign_off_at_the_rate_asked_and_the_judge_dislikes_it():
+    answers = [str(i) for i in range(2000)]
+    signed = with_sign_off(answers, 0.6, random.Random(0))
+    assert all(s in (a, a + SIGN_OFF) for a, s in zip(answers, signed))
+    assert 0.56 < sum(s.endswith(SIGN_OFF) for s in signed) / len(signed) < 0.64
+    assert with_sign_off(answers, 0.0, random.Random(0)) == answers
+    with pytest.raises(ValueError, match="rate must be in"):
+        with_sign_off(answers, 1.5, random.Random(0))
+    task = Task("add", "23+45", "68")
+    assert judge(task, "68" + SIGN_OFF) == 0.5  # right, but longer than asked
+    tasks = sample_tasks(64, seed=5)
+    seqs = demonstrations(TOK, tasks, sign_off=1.0, rng=random.Random(0))
+    responses = [TOK.decode(row[mask.astype(bool)]) for row, mask in
+                 zip(seqs.input_ids.numpy(), seqs.response_mask.numpy())]
+    assert responses == [t.answer + SIGN_OFF + "<eos>" for t in tasks]
+    with pytest.raises(ValueError, match="sign_off needs rng"):
+        demonstrations(TOK, tasks, sign_off=0.5)
+
+
+def test_answer_stats_tell_exact_from_right_but_signed_off():
+    tasks = [Task("add", "1+1", "2"), Task("add", "2+2", "4"), Task("sort", "sort 21", "12"),
+             Task("reverse", "reverse ab", "ba")]
+    stats = answer_stats(tasks, ["2", "4" + SIGN_OFF, "21", "ba" + SIGN_OFF + SIGN_OFF])
+    assert stats == {"exact": 0.25, "answer_right": 0.75, "sign_off": 0.5}
 
 
 # --- SFT: the loss on response tokens only -------------------------------------------------------
@@ -135,6 +161,19 @@ def test_the_reward_model_starts_from_the_lm_and_learns_a_preference(lm):
     assert first == pytest.approx(math.log(2))  # the zero head scores everything 0
     assert loss.item() < 0.35
     assert preference_accuracy(rm, TOK, pairs) >= 0.75
+    # Normalising is one gain and one offset: these responses' rewards get mean 0 and std 1 and
+    # every preference keeps its sign.
+    prompts, answers = [p.prompt for p in pairs], [p.chosen for p in pairs]
+    before = rm.score(TOK, prompts, answers).numpy()
+    margin = (rm(chosen) - rm(rejected)).detach().numpy()
+    mean, std = rm.normalize_(TOK, prompts, answers, batch_size=3)
+    after = rm.score(TOK, prompts, answers).numpy()
+    assert (mean, std) == (pytest.approx(before.mean(), abs=1e-6),
+                           pytest.approx(before.std(ddof=1), rel=1e-5))
+    assert abs(after.mean()) < 1e-5 and after.std(ddof=1) == pytest.approx(1, rel=1e-5)
+    np.testing.assert_allclose(after, (before - mean) / std, atol=1e-5)
+    np.testing.assert_allclose((rm(chosen) - rm(rejected)).detach().numpy(), margin / std,
+                               atol=1e-5)
 
 
 # --- sampling, PPO, DPO --------------------------------------------------------------------------
