@@ -22,8 +22,8 @@ without it. SFT learns the task and the habit alike; the preferences are what te
 4. DPO: another SFT copy trained on the reward model's pairs with the DPO loss.
 Then one table: greedy accuracy on held-out tasks, KL to the SFT model, wall time.
 
-    python examples/rlhf.py             # about 3 minutes on 2 cores
-    python examples/rlhf.py --quick     # every stage shorter: about a minute
+    python examples/rlhf.py             # under 3 minutes on one core
+    python examples/rlhf.py --quick     # every stage shorter: under 2 minutes
 """
 import argparse
 import os
