@@ -69,6 +69,9 @@ def parse_args(argv=None):
                    "lets PPO over-optimise the reward model")
     p.add_argument("--kl-target", type=float, default=None,
                    help="adapt beta towards this KL per response (default: beta fixed)")
+    p.add_argument("--kl-horizon", type=int, default=500,
+                   help="with --kl-target: beta moves by at most 20%% per this many samples "
+                   "(Ziegler et al. use 10,000 over far longer runs)")
     p.add_argument("--dpo-beta", type=float, default=0.5, help="higher keeps DPO nearer SFT")
     p.add_argument("--eval-tasks", type=int, default=300)
     p.add_argument("--seed", type=int, default=0)
@@ -192,7 +195,8 @@ def main(argv=None):
     policy = PolicyWithValue(clone(sft).requires_grad_(True))
     trainer = PPOTrainer(policy, sft, tok, score,
                          PPOConfig(minibatch=32, epochs=4, lr=args.lr,
-                                   beta=args.beta, kl_target=args.kl_target))
+                                   beta=args.beta, kl_target=args.kl_target,
+                                   kl_horizon=args.kl_horizon))
     history, measuring = [], 0.0
     began = time.perf_counter()
     for it in range(args.ppo_iters):
