@@ -225,3 +225,15 @@ def test_profile_step_accounts_for_the_step(tmp_path, capsys):
         assert sum(families.values()) <= per_step[phase]["total"] * 1.01
     assert "| ops/linalg.py |" in capsys.readouterr().out
     assert {name: (p.forward, p.vjp) for name, p in PRIMITIVES.items()} == before
+
+
+def test_blas_shapes_times_every_product_of_the_step(capsys):
+    """benchmarks/blas_shapes.py on toy sizes: one row per product, with the step's totals."""
+    pytest.importorskip("torch")
+    from benchmarks import blas_shapes
+
+    numpy_us, torch_us = blas_shapes.main(["--tiny"])
+    assert numpy_us > 0 and torch_us > 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert len(rows) == 2 + len(blas_shapes.products(**blas_shapes.TINY))  # header, total
+    assert any("qkv fwd x @ W.T" in row for row in rows)

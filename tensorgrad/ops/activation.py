@@ -89,8 +89,8 @@ def _gelu(xp, x, approximate):
     # gelu(x) = 0.5 x gate(x), gate = 1 + tanh(u) or 1 + erf(x / sqrt 2); the gate is kept for
     # the VJP, which then needs no tanh or erf of its own.
     kernels = xp.kernels(x)
-    if kernels is not None and approximate == "tanh":
-        return kernels.gelu_tanh(x)
+    if kernels is not None:  # one compiled pass (exact form: benchmarks/ vit_step, bert_step)
+        return kernels.gelu_tanh(x) if approximate == "tanh" else kernels.gelu_erf(x)
     gate = xp.empty_like(x)  # an array even for 0-d x, so the passes below work in place
     if approximate == "tanh":
         xp.multiply(x, x, out=gate)
@@ -114,8 +114,10 @@ def _gelu_vjp(ctx, g):
     x, = ctx.inputs
     gate, xp = ctx.extra, ctx.backend
     kernels = xp.kernels(x.data, g.data)
-    if kernels is not None and ctx.attrs["approximate"] == "tanh":
-        return Tensor._constant(kernels.gelu_tanh_backward(x.data, gate, g.data), xp)
+    if kernels is not None:
+        backward = kernels.gelu_tanh_backward if ctx.attrs["approximate"] == "tanh" \
+            else kernels.gelu_erf_backward
+        return Tensor._constant(backward(x.data, gate, g.data), xp)
     x, gate = x.data.reshape(x.shape or (1,)), gate.reshape(x.shape or (1,))  # 0-d: no scalars
     slope = x * x
     if ctx.attrs["approximate"] == "tanh":

@@ -41,6 +41,7 @@ NORMS = {
     "layer_norm, two dims": lambda x, w, b: tg.layer_norm(x, x.shape[-2:]) * w.sum() + b.sum(),
     "rms_norm": lambda x, w, b: tg.rms_norm(x, x.shape[-1], w, eps=1e-6) + 0 * b.sum(),
     "gelu tanh": lambda x, w, b: tg.gelu(x, approximate="tanh") + 0 * (w.sum() + b.sum()),
+    "gelu exact": lambda x, w, b: tg.gelu(x) + 0 * (w.sum() + b.sum()),
 }
 
 
@@ -58,6 +59,25 @@ def test_kernels_match_the_array_code(name, shape, dtype, monkeypatch):
     for a, e in zip(fused, plain):
         assert a.dtype == dtype  # float32 stays float32
         np.testing.assert_allclose(a, e, rtol=tolerance, atol=tolerance)
+
+
+def test_float32_erf_gelu_is_exact_to_float32_round_off():
+    # The float32 kernel's erf is a rational approximation: held against math.erf in float64
+    # (and against the composite) over the range where the gate changes and far past it.
+    import math
+    x = np.concatenate([np.linspace(-8, 8, 40001), [0.0, 1e-30, -1e-30, 5.54, -5.55, 1e4, -1e4,
+                                                    3e38, -3e38]]).astype(np.float32)
+    gate = np.array([1.0 + math.erf(v * math.sqrt(0.5)) for v in x.astype(np.float64)])
+    y, fused_gate = CPU.kernels(x).gelu_erf(x)
+    assert y.dtype == fused_gate.dtype == np.float32
+    np.testing.assert_allclose(fused_gate, gate, rtol=0, atol=1.2e-7)  # ulp(1) = 1.19e-7
+    # y = x gate / 2: the gate's absolute error, scaled by |x| / 2, plus y's own rounding
+    composite = tg.ops.activation._gelu_composite(tg.tensor(x.astype(np.float64)), "none")
+    for expected in (0.5 * x.astype(np.float64) * gate, composite.numpy()):
+        error = np.abs(y - expected)
+        assert np.all(error <= 1.2e-7 * np.abs(expected) + 0.6e-7 * np.abs(x)), error.max()
+    special = tg.gelu(tg.tensor([np.nan, np.inf, -np.inf], dtype=tg.float32)).numpy()
+    np.testing.assert_array_equal(special, [np.nan, np.inf, np.nan])  # as the composite
 
 
 def test_kernels_take_strided_and_scalar_inputs(monkeypatch):

@@ -10,7 +10,7 @@ None and every op runs its array code, which is also what the CuPy backend runs.
 tests/tensorgrad/test_kernels.py runs both paths against each other. Only float32 and float64
 arrays are handled (`supports`).
 """
-from .activation import gelu_tanh, gelu_tanh_backward  # noqa: F401
+from .activation import gelu_erf, gelu_erf_backward, gelu_tanh, gelu_tanh_backward  # noqa: F401
 from .attention import softmax_rows, softmax_rows_backward  # noqa: F401
 from .index import scatter_add_rows  # noqa: F401
 from .jit import DTYPES
