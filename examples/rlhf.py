@@ -13,8 +13,10 @@ without it. SFT learns the task and the habit alike; the preferences are what te
    right (whatever follows it), and how often it signs off.
 2. Reward model: the SFT model answers training prompts several times (sampling); the judge
    ranks the answers (exact > right but longer > closer) into (chosen, rejected) pairs, with one
-   (correct, corrupted) pair per prompt too. A copy of the SFT model with a scalar head learns
-   them with the Bradley-Terry loss. Preference accuracy on pairs of held-out prompts.
+   (correct, corrupted) pair per prompt too, and such a pair for 8,000 more prompts. A copy of
+   the SFT model with a scalar head learns them with the Bradley-Terry loss. Preference
+   accuracy on pairs of held-out prompts, by kind of pair; then the head is normalised (mean 0,
+   std 1 on SFT samples) so that beta weighs the KL against a known reward scale.
 3. PPO: the policy (SFT copy + value head) samples answers, the reward model scores them
    (`--reward judge`: the judge itself does), each token pays beta * KL(policy || SFT); GAE,
    clipped surrogate, several epochs per batch. The judge's score and the exact accuracy are

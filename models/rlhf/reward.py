@@ -51,10 +51,17 @@ class RewardModel(nn.Module):
         the value head does not spend its first updates learning an offset through the trunk it
         shares with the policy. The order of any two responses is unchanged. Returns the
         (mean, std) removed."""
+        if len(prompts) < 2:
+            raise ValueError(f"RewardModel.normalize_: a standard deviation needs at least two "
+                             f"responses, got {len(prompts)}")
         scores = tg.cat([self.score(tokenizer, prompts[i:i + batch_size],
                                     responses[i:i + batch_size])
                          for i in range(0, len(prompts), batch_size)])
         mean, std = scores.mean(), scores.std()
+        if not std.item() > 0:
+            raise ValueError(f"RewardModel.normalize_: the rewards of the {len(prompts)} "
+                             f"responses have standard deviation {std.item()}; it needs at "
+                             "least two responses the model scores differently")
         self.head.weight.div_(std)
         self.head.bias.sub_(mean).div_(std)
         return mean.item(), std.item()

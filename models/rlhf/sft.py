@@ -56,6 +56,9 @@ def answer_stats(tasks, responses):
     """What greedy responses did: the fraction exactly right, the fraction whose answer is right
     whatever follows it, and the fraction that end with the sign-off."""
     n = len(tasks)
+    if n == 0 or len(responses) != n:
+        raise ValueError(f"answer_stats: expected one response per task and at least one task, "
+                         f"got {n} tasks and {len(responses)} responses")
     return {"exact": sum(is_correct(t, r) for t, r in zip(tasks, responses)) / n,
             "answer_right": sum(r.startswith(t.answer) for t, r in zip(tasks, responses)) / n,
             "sign_off": sum(r.endswith(SIGN_OFF) for r in responses) / n}

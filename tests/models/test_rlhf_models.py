@@ -93,6 +93,8 @@ def test_answer_stats_tell_exact_from_right_but_signed_off():
              Task("reverse", "reverse ab", "ba")]
     stats = answer_stats(tasks, ["2", "4" + SIGN_OFF, "21", "ba" + SIGN_OFF + SIGN_OFF])
     assert stats == {"exact": 0.25, "answer_right": 0.75, "sign_off": 0.5}
+    with pytest.raises(ValueError, match="one response per task"):
+        answer_stats(tasks, ["2"])
 
 
 # --- SFT: the loss on response tokens only -------------------------------------------------------
@@ -174,6 +176,10 @@ def test_the_reward_model_starts_from_the_lm_and_learns_a_preference(lm):
     np.testing.assert_allclose(after, (before - mean) / std, atol=1e-5)
     np.testing.assert_allclose((rm(chosen) - rm(rejected)).detach().numpy(), margin / std,
                                atol=1e-5)
+    with pytest.raises(ValueError, match="standard deviation"):
+        rm.normalize_(TOK, prompts[:1], answers[:1])
+    with pytest.raises(ValueError, match="standard deviation"):
+        rm.normalize_(TOK, prompts[:1] * 2, answers[:1] * 2)
 
 
 # --- sampling, PPO, DPO --------------------------------------------------------------------------
