@@ -98,6 +98,24 @@ def pair_kinds(pairs, task_of):
     return {k: v for k, v in kinds.items() if v}
 
 
+def fit(name, model, lr, steps, batch_loss, report_every, warmup_cosine=False):
+    """AdamW on model for `steps` steps of batch_loss() (a scalar; it draws its own batch), the
+    loss printed every report_every steps. warmup_cosine: 30 warm-up steps, then a cosine decay
+    to a tenth of lr (SFT, which starts from scratch)."""
+    optimizer = nn.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    schedule = nn.optim.lr_scheduler.WarmupCosineLR(optimizer, min(30, steps - 1), steps,
+                                                    min_lr_ratio=0.1) if warmup_cosine else None
+    for step in range(steps):
+        loss = batch_loss()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if schedule is not None:
+            schedule.step()
+        if (step + 1) % report_every == 0:
+            print(f"  {name} step {step + 1}: loss {loss.item():.3f}")
+
+
 def evaluate(model, tok, tasks):
     """Greedy answers to held-out tasks: the fraction exact, with the answer right whatever
     follows, and signing off."""
@@ -129,19 +147,9 @@ def main(argv=None):
           f"{args.sign_off:.0%} of the demonstrations sign off")
     before = evaluate(sft, tok, eval_tasks)
     began = time.perf_counter()
-    optimizer = nn.optim.AdamW(sft.parameters(), lr=3e-3, weight_decay=0.0)
-    schedule = nn.optim.lr_scheduler.WarmupCosineLR(optimizer, min(30, args.sft_steps - 1),
-                                                    args.sft_steps, min_lr_ratio=0.1)
-    for step in range(args.sft_steps):
-        batch = demonstrations(tok, rng.sample(train_tasks, args.batch_size),
-                               sign_off=args.sign_off, rng=rng)
-        loss = sft_loss(sft, batch)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        if (step + 1) % 100 == 0:
-            print(f"  sft step {step + 1}: loss {loss.item():.3f}")
+    fit("sft", sft, 3e-3, args.sft_steps, report_every=100, warmup_cosine=True,
+        batch_loss=lambda: sft_loss(sft, demonstrations(
+            tok, rng.sample(train_tasks, args.batch_size), sign_off=args.sign_off, rng=rng)))
     sft_time = time.perf_counter() - began
     after = evaluate(sft, tok, eval_tasks)
     print(f"SFT ({sft_time:.0f} s): before {describe(before)}\n                after  "
@@ -165,15 +173,12 @@ def main(argv=None):
     held_out_pairs = pairs_for(rm_eval_tasks, args.seed + 1)
     reward_model = RewardModel.from_lm(sft).train()
     reward_model.requires_grad_(True)
-    optimizer = nn.optim.AdamW(reward_model.parameters(), lr=1e-3, weight_decay=0.0)
-    for step in range(args.rm_steps):
+
+    def preference_loss():
         chosen, rejected = pair_batches(tok, rng.sample(train_pairs, args.batch_size))
-        loss = bradley_terry_loss(reward_model(chosen), reward_model(rejected))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        if (step + 1) % 250 == 0:
-            print(f"  reward model step {step + 1}: loss {loss.item():.3f}")
+        return bradley_terry_loss(reward_model(chosen), reward_model(rejected))
+
+    fit("reward model", reward_model, 1e-3, args.rm_steps, preference_loss, report_every=250)
     rm_time = time.perf_counter() - began
     rm_accuracy = preference_accuracy(reward_model, tok, held_out_pairs)
     print(f"reward model: {len(train_pairs)} training pairs; held-out preference accuracy "
@@ -222,16 +227,13 @@ def main(argv=None):
 
     # --- 4. DPO on the reward model's training pairs ---------------------------------------------
     dpo = clone(sft).requires_grad_(True)
-    optimizer = nn.optim.AdamW(dpo.parameters(), lr=1e-4, weight_decay=0.0)
     began = time.perf_counter()
-    for step in range(args.dpo_steps):
+
+    def dpo_pairs_loss():
         chosen, rejected = pair_batches(tok, rng.sample(train_pairs, args.batch_size))
-        loss, _, _ = dpo_batch_loss(dpo, sft, chosen, rejected, beta=args.dpo_beta)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        if (step + 1) % 50 == 0:
-            print(f"  dpo step {step + 1}: loss {loss.item():.3f}")
+        return dpo_batch_loss(dpo, sft, chosen, rejected, beta=args.dpo_beta)[0]
+
+    fit("dpo", dpo, 1e-4, args.dpo_steps, dpo_pairs_loss, report_every=50)
     dpo_time = time.perf_counter() - began
     rows["DPO"] = (evaluate(dpo, tok, eval_tasks),
                    kl_to_reference(dpo, sft, tok, eval_prompts, 8, seed=args.seed), dpo_time)
