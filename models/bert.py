@@ -27,6 +27,7 @@ from tensorgrad.nn.transformer import EncoderBlock
 from . import hub
 from .classification import labels_to_hf, num_labels_from_hf
 from .outputs import BaseModelOutputWithPooling
+from .summary import parameter_table
 
 # Hugging Face's hidden_act names -> nn.FeedForward's. BERT uses the exact (erf) GELU.
 HIDDEN_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
@@ -229,11 +230,8 @@ class BertPreTrainedModel(nn.Module):
         if enc is not self:
             rows += [(f"head: {name}", "", module) for name, module in self.named_children()
                      if name != "bert" and module.num_parameters()]
-        rows = [(name, shape, f"{m.num_parameters():,}") for name, shape, m in rows]
-        rows.append(("total", "", f"{self.num_parameters():,}"))
-        widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}"
-                         for r in rows)
+        return parameter_table([(name, shape, m.num_parameters()) for name, shape, m in rows],
+                               self.num_parameters())
 
     # --- Hugging Face checkpoints ---------------------------------------------------------------
     def hf_parameter_names(self):

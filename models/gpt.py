@@ -21,6 +21,7 @@ from tensorgrad.nn.masks import padding_mask_from_attention_mask
 from tensorgrad.nn.transformer import DecoderBlock
 
 from . import generation, hub
+from .summary import parameter_table
 
 
 @dataclasses.dataclass
@@ -214,11 +215,7 @@ class GPT(nn.Module):
             ("final LayerNorm (ln_f)", "", self.ln_f.num_parameters()),
             ("LM head", "tied to wte", 0),
         ]
-        rows = [(name, shape, f"{count:,}") for name, shape, count in rows]
-        rows.append(("total", "", f"{self.num_parameters():,}"))
-        widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}"
-                         for r in rows)
+        return parameter_table(rows, self.num_parameters())
 
     # --- Hugging Face checkpoints ----------------------------------------------------------------
     @classmethod

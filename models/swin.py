@@ -24,6 +24,7 @@ from tensorgrad import nn
 from . import hub
 from .classification import classification_loss, labels_to_hf, num_labels_from_hf
 from .outputs import BaseModelOutputWithPooling, LogitsOutput
+from .summary import parameter_table
 from .vit import (
     HF_ACTIVATIONS, PatchEmbeddings, drop_qkv_biases, load_hf_state, reset_parameters,
     resize_positions, save_hf_folder,
@@ -405,7 +406,7 @@ class SwinModel(nn.Module):
 
 class SwinForImageClassification(nn.Module):
     """Swin with a linear classifier on the pooled tokens.
-    pixel_values (B, C, H, W) -> (logits (B, num_labels), loss or None).
+    pixel_values (B, C, H, W) -> LogitsOutput (logits (B, num_labels), loss or None).
     Parameters: `swin` (a SwinModel with its pooler), `classifier`."""
 
     def __init__(self, config, device=None, dtype=None):
@@ -454,10 +455,7 @@ def _summary(model):
                      f"width {c.embed_dim * 2 ** i}, {c.num_heads[i]} heads",
                      stage.num_parameters()))
     rows.append(("final LayerNorm, head", "", model.num_parameters() - sum(r[2] for r in rows)))
-    rows = [(n, s, f"{k:,}") for n, s, k in rows] + [("total", "", f"{model.num_parameters():,}")]
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}"
-                     for r in rows)
+    return parameter_table(rows, model.num_parameters())
 
 
 # --- checkpoint name mapping --------------------------------------------------------------------

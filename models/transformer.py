@@ -23,6 +23,7 @@ from tensorgrad.nn.attention import KVCache
 from tensorgrad.nn.masks import padding_mask_from_attention_mask
 
 from . import generation
+from .summary import parameter_table
 
 
 @dataclasses.dataclass
@@ -71,15 +72,6 @@ def shift_right(labels, decoder_start_token_id=0, pad_token_id=0):
                     device=labels.device)
     shifted = tg.cat([start, labels[:, :-1]], dim=1)  # (B, T)
     return shifted.masked_fill(shifted == -100, pad_token_id)
-
-
-def parameter_table(rows, total):
-    """Rows of (part, shape, count) and the total as an aligned text table."""
-    rows = [(name, shape, f"{count:,}") for name, shape, count in rows]
-    rows.append(("total", "", f"{total:,}"))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}"
-                     for r in rows)
 
 
 class Seq2SeqTransformer(nn.Module):

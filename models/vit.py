@@ -23,6 +23,7 @@ from tensorgrad.nn.transformer import EncoderBlock
 from . import hub
 from .classification import classification_loss, labels_to_hf, num_labels_from_hf
 from .outputs import BaseModelOutputWithPooling, LogitsOutput
+from .summary import parameter_table
 
 # Hugging Face's hidden_act names -> FeedForward's activation names.
 HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
@@ -304,7 +305,7 @@ class ViTModel(nn.Module):
 
 class ViTForImageClassification(nn.Module):
     """ViT with a linear classifier on the final [CLS] token.
-    pixel_values (B, C, H, W) -> (logits (B, num_labels), loss or None).
+    pixel_values (B, C, H, W) -> LogitsOutput (logits (B, num_labels), loss or None).
 
     Parameters: `vit` (a ViTModel without pooler, as Hugging Face's), `classifier`.
     """
@@ -375,10 +376,7 @@ def _summary(model, config, blocks):
              f"{config.hidden_size}", blocks[0].ffn.num_parameters())]
     rest = model.num_parameters() - sum(r[2] for r in rows[:3])
     rows += [("final LayerNorm, pooler, head", "", rest)]
-    rows = [(n, s, f"{c:,}") for n, s, c in rows] + [("total", "", f"{model.num_parameters():,}")]
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}"
-                     for r in rows)
+    return parameter_table(rows, model.num_parameters())
 
 
 # --- checkpoint name mapping --------------------------------------------------------------------
