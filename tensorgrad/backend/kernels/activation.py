@@ -55,7 +55,6 @@ def gelu_tanh_backward(x, gate, g):
     return gx.reshape(x.shape)
 
 
-
 # --- GELU, exact (erf) form (BERT's, ViT's) ------------------------------------------------------
 # gelu(x) = x gate / 2 with gate = 1 + erf(x / sqrt 2). SciPy's erf costs ~35 ms per million
 # float32 values and a compiled math.erf ~15 (one libm call per element), a quarter of a ViT step
