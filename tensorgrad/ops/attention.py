@@ -29,11 +29,15 @@ from .select import maximum, where
 from .softmax import softmax
 from .operands import require_float
 
-# Rows and columns of scores per tile. Once both lengths exceed one tile, the tiled path runs:
+# Queries and keys per block of scores. Once both lengths exceed one TILE, the tiled path runs:
 # its memory grows linearly with T, and working in cache-sized blocks (skipping those above a
-# causal diagonal) it is also faster than the whole matrix (benchmarks/attention.py). The whole
-# matrix stays for short inputs (decoding: Tq = 1) and dropout, whose keep-mask is whole anyway.
+# causal diagonal) it is also faster than the whole matrix (benchmarks/attention.py). A block is
+# TILE queries by up to KEY_TILE keys (512 KiB of float32 scores: in a core's L2). Block shapes
+# from 256 x 256 to 512 x 1024 came within 5% of each other at T = 1024 to 4096, forward +
+# backward (benchmarks/attention.py); this one was never the slowest. The whole matrix stays
+# for short inputs (decoding: Tq = 1) and dropout, whose keep-mask is whole anyway.
 TILE = 256
+KEY_TILE = 512
 
 
 def _takes_tiles(q, k, dropout):
@@ -63,32 +67,56 @@ def _blocked(xp, mask, causal, rows, cols):
     """Which scores of the query `rows` x key `cols` block are removed: a bool array that
     broadcasts against them, or None when none is."""
     blocked = None if mask is None else ~_tile(mask, rows, cols)
-    # key j after query i; a block wholly at or below the diagonal hides nothing, so only the
-    # diagonal blocks pay for a mask (benchmarks/: attention T=4096)
-    if causal and cols.stop - 1 > rows.start:
-        after = xp.arange(cols.start, cols.stop) > xp.arange(rows.start, rows.stop)[:, None]
+    if causal and _first_future(rows, cols) < cols.stop - cols.start:
+        after = _future(xp, rows, cols)
         blocked = after if blocked is None else blocked | after
     return blocked
 
 
+def _first_future(rows, cols):
+    """The block's first column that is some query's future: the keys before it are visible to
+    all of the block's queries, so only the diagonal part of a block pays for a causal mask
+    (benchmarks/: attention T=4096)."""
+    return max(rows.start + 1 - cols.start, 0)
+
+
+def _future(xp, rows, cols, first=0):
+    """Key j after query i over the block's columns from `first` on: (r, c - first) bools."""
+    return xp.arange(cols.start + first, cols.stop) > xp.arange(rows.start, rows.stop)[:, None]
+
+
 # --- the primitive, on arrays ------------------------------------------------------------------
-def _masked_scores(xp, q, k, bias, mask, causal, rows, cols):
-    """q k^T + bias for the query `rows` and key `cols` (q already scaled), removed scores set
-    to the dtype's lowest finite value (so is an additive -inf: one rule then finds fully
-    masked rows). A fresh (..., rows, cols) array, free to be overwritten."""
-    s = xp.matmul(q[..., rows, :], k[..., cols, :].swapaxes(-1, -2))  # (r, E) @ (E, c)
-    blocked = _blocked(xp, mask, causal, rows, cols)
-    if bias is None and blocked is None:
-        return s
-    lowest = xp.finfo(q.dtype).min
+def _masked_scores(xp, q_rows, k, bias, mask, causal, rows, cols):
+    """q k^T + bias for the query `rows` (q_rows: those rows of q, already scaled) and key
+    `cols`, removed scores set to the dtype's lowest finite value (so is an additive -inf: one
+    rule then finds fully masked rows). A fresh (..., rows, cols) array, free to be
+    overwritten."""
+    s = xp.matmul(q_rows, k[..., cols, :].swapaxes(-1, -2))  # (r, E) @ (E, c)
+    lowest = xp.finfo(q_rows.dtype).min
     if bias is not None:
         s = s + xp.maximum(_tile(bias, rows, cols), lowest)
-    if blocked is not None:
+    if mask is not None:
+        blocked = ~_tile(mask, rows, cols)
         shape = _broadcast_shapes(s.shape, blocked.shape)
         if shape != s.shape:  # a mask with more batch dims than q and k
             s = xp.broadcast_to(s, shape).copy()
         xp.copyto(s, lowest, where=blocked)
+    first = _first_future(rows, cols)
+    if causal and first < s.shape[-1]:
+        kernels = xp.kernels(s)
+        if kernels is not None and s.flags.c_contiguous:
+            kernels.hide_future_(s, rows.start - cols.start, lowest)
+        else:
+            xp.copyto(s[..., first:], lowest, where=_future(xp, rows, cols, first))
     return s
+
+
+def _subtract_rows(xp, kernels, s, top):
+    """s -= top, a (r, c) block of scores shifted by its rows' (r, 1) max or log-sum-exp."""
+    if kernels is not None:
+        kernels.subtract_rows_(s, top)
+    else:
+        s -= top
 
 
 def _softmax_(xp, s, masked):
@@ -139,39 +167,45 @@ def _batch(q, k, v, bias, mask):
 
 
 def _tiled(xp, q, k, v, bias, mask, causal, scale):
-    """The same output, one TILE x TILE block of scores at a time with an online softmax
-    (Milakov & Gimelshein, 2018; Dao et al.'s FlashAttention): each block rescales the running
-    row sums and outputs by exp(old max - new max). Memory per step is one block, not the
-    (Tq, Tk) matrix; with is_causal, blocks wholly above the diagonal are skipped. Returns the
-    output and the rows' log-sum-exps."""
-    tq, tk = q.shape[-2], k.shape[-2]
+    """The same output, one block of scores at a time with an online softmax (Milakov &
+    Gimelshein, 2018; Dao et al.'s FlashAttention): each block raises the rows' running max and
+    rescales what the earlier blocks added up by exp(old max - new max). Memory per step is one
+    block, not the (Tq, Tk) matrix; with is_causal, keys after a block's last query are not
+    visited. Returns the output and the rows' log-sum-exps."""
+    tq, tk, ev = q.shape[-2], k.shape[-2], v.shape[-1]
     batch = _batch(q, k, v, bias, mask)
-    out = xp.empty(batch + (tq, v.shape[-1]), q.dtype)
+    out = xp.empty(batch + (tq, ev), q.dtype)
     lse = xp.empty(batch + (tq, 1), q.dtype)
+    lowest = xp.finfo(q.dtype).min
+    kernels = xp.kernels(q, k, v)
     for i, (qi, ki, vi, bias_i, mask_i) in _per_matrix(xp, batch, q, k, v, bias, mask):
-        qi = qi * q.dtype.type(scale)  # (Tq, E), scaled once rather than once per block
+        # P's row sums come out of its product with V as one more column, P [V | 1]: a sliver
+        # of the GEMM instead of a pass over P (benchmarks/: attention T=4096)
+        v_ones = xp.concatenate([vi, xp.ones((tk, 1), v.dtype)], axis=-1)  # (Tk, Ev + 1)
         for rows in _spans(tq, TILE):
-            top = total = acc = None
-            for cols in _spans(min(tk, rows.stop) if causal else tk, TILE):
-                s = _masked_scores(xp, qi, ki, bias_i, mask_i, causal, rows, cols)
-                new_top = s.max(axis=-1, keepdims=True)
-                if top is not None:
-                    new_top = xp.maximum(top, new_top)
-                s -= new_top
+            q_rows = qi[rows] * q.dtype.type(scale)  # (r, E)
+            top = xp.full((rows.stop - rows.start, 1), lowest, q.dtype)  # the rows' running max
+            acc = xp.zeros((rows.stop - rows.start, ev + 1), q.dtype)  # [P V | rowsum P]
+            for cols in _spans(_visible(tk, rows, causal), KEY_TILE):
+                s = _masked_scores(xp, q_rows, ki, bias_i, mask_i, causal, rows, cols)
+                new_top = xp.maximum(top, s.max(axis=-1, keepdims=True))
+                _subtract_rows(xp, kernels, s, new_top)
                 xp.exp(s, out=s)
-                part = xp.matmul(s, vi[..., cols, :])  # (r, c) @ (c, Ev) -> (r, Ev)
-                if top is None:
-                    total, acc = s.sum(axis=-1, keepdims=True), part
-                else:
-                    shrink = xp.exp(top - new_top)
-                    total = total * shrink + s.sum(axis=-1, keepdims=True)
-                    acc = acc * shrink + part
+                acc *= xp.exp(top - new_top)
+                acc += xp.matmul(s, v_ones[cols])  # (r, c) @ (c, Ev + 1)
                 top = new_top
-            acc *= 1 / total
-            _zero_dead_rows(xp, acc, top)
-            out[i][rows] = acc
+            total = acc[:, ev:]
+            rows_out = acc[:, :ev]
+            rows_out *= 1 / total
+            _zero_dead_rows(xp, rows_out, top)
+            out[i][rows] = rows_out
             lse[i][rows] = _log_sum_exp(xp, top, total)
     return out, lse
+
+
+def _visible(tk, rows, causal):
+    """How many keys the query `rows` may see: under is_causal, none after the last of them."""
+    return min(tk, rows.stop) if causal else tk
 
 
 def _spans(length, step):
@@ -217,62 +251,71 @@ def _attention_vjp(ctx, g):
     # dS = P * (dP - rowsum(dP * P)), where rowsum(dP * P) = rowsum(dO * O) (FlashAttention's
     # trick: an (..., Tq) sum over the output, not over the (..., Tq, Tk) matrix). The tiled
     # path rebuilds each block of P from the scores and the saved row log-sum-exps,
-    # exp(S - lse), one (T, E) matrix and one TILE x TILE block at a time; the whole path has P
-    # from its forward and takes the batch in one go. Arrays throughout: the composite covers
+    # exp(S - lse), one (T, E) matrix and one block at a time; the whole path has P from its
+    # forward and takes the batch in one go. Arrays throughout: the composite covers
     # create_graph.
     q, k, v, bias = (None if t is None else t.data for t in ctx.inputs)
     a, xp = ctx.attrs, ctx.backend
     needs_q, needs_k, needs_v, needs_bias = ctx.needs_grad
-    g, scale, dropout, mask = g.data, a["scale"], a["dropout"], a["mask"]
+    g, scale, dropout, mask, causal = g.data, a["scale"], a["dropout"], a["mask"], a["causal"]
     tiled = _takes_tiles(q, k, dropout)
     tq, tk = q.shape[-2], k.shape[-2]
-    delta = (g * ctx.out_data).sum(axis=-1, keepdims=True)  # (..., Tq, 1)
     batch = g.shape[:-2]
     dq = xp.zeros(batch + q.shape[-2:], q.dtype) if needs_q else None
     dk = xp.zeros(batch + k.shape[-2:], k.dtype) if needs_k else None
     dv = xp.zeros(batch + v.shape[-2:], v.dtype) if needs_v else None
     dbias = xp.zeros(_broadcast_shapes(batch + (tq, tk), bias.shape), bias.dtype) \
         if needs_bias else None
-    q = q * q.dtype.type(scale)  # dK = scale dS^T Q = dS^T (scale Q); dQ is scaled at the end
-    step = TILE if tiled else max(tq, tk, 1)
-    kernels = xp.kernels(q) if dropout is None else None  # the fused dS = P (dP - delta)
-    arrays = (q, k, v, g, bias, mask, ctx.extra, delta, dq, dk, dv, dbias)
+    kernels = xp.kernels(q)
+    arrays = (q, k, v, g, ctx.out_data, bias, mask, ctx.extra, dq, dk, dv, dbias)
     items = _per_matrix(xp, batch, *arrays) if tiled else [((), arrays)]
-    for _, (qi, ki, vi, gi, bias_i, mask_i, extra, delta_i, dqi, dki, dvi, dbias_i) in items:
-        for rows in _spans(tq, step):
+    for _, (qi, ki, vi, gi, oi, bias_i, mask_i, extra, dqi, dki, dvi, dbias_i) in items:
+        for rows in _spans(tq, TILE if tiled else max(tq, 1)):
+            # dK = scale dS^T Q = dS^T (scale Q); dQ is scaled once at the end
+            q_rows = qi[..., rows, :] * q.dtype.type(scale)
             g_rows = gi[..., rows, :]
-            for cols in _spans(min(tk, rows.stop) if tiled and a["causal"] else tk, step):
-                if tiled:
-                    p = _masked_scores(xp, qi, ki, bias_i, mask_i, a["causal"], rows, cols)
-                    p -= extra[..., rows, :]
-                    xp.exp(p, out=p)  # (..., r, c)
+            delta = (g_rows * oi[..., rows, :]).sum(axis=-1, keepdims=True)  # (..., r, 1)
+            for cols in _spans(_visible(tk, rows, causal and tiled), KEY_TILE if tiled else
+                               max(tk, 1)):
+                if tiled:  # (r, c)
+                    p = _masked_scores(xp, q_rows, ki, bias_i, mask_i, causal, rows, cols)
+                    _subtract_rows(xp, kernels, p, extra[rows])
+                    xp.exp(p, out=p)
                 else:
                     p = extra  # one block: the whole matrix (read only: backward may run twice)
                 drop = None if dropout is None else _tile(dropout, rows, cols)
                 if needs_v:
-                    kept = p if drop is None else p * drop
-                    # (Ev, r) @ (r, c): dO^T, not P^T, is the operand a batched product copies
-                    dvi[..., cols, :] += xp.matmul(g_rows.swapaxes(-1, -2), kept).swapaxes(-1, -2)
+                    _add_transposed_product(xp, dvi[..., cols, :], p if drop is None else p * drop,
+                                            g_rows)  # P^T dO
                 if not (needs_q or needs_k or needs_bias):
                     continue
                 ds = xp.matmul(g_rows, vi[..., cols, :].swapaxes(-1, -2))  # (r, Ev) @ (Ev, c)
-                if kernels is not None and ds.shape == p.shape:
-                    ds = kernels.softmax_rows_backward(ds, p, delta_i[..., rows, :])
+                if kernels is not None and drop is None and ds.shape == p.shape:
+                    ds = kernels.softmax_rows_backward(ds, p, delta)
                 else:
                     if drop is not None:
                         ds *= drop
-                    ds -= delta_i[..., rows, :]
+                    ds -= delta
                     ds *= p
                 if needs_q:
                     dqi[..., rows, :] += xp.matmul(ds, ki[..., cols, :])  # (r, c) @ (c, E)
-                if needs_k:  # (E, r) @ (r, c), added transposed
-                    dki[..., cols, :] += xp.matmul(qi[..., rows, :].swapaxes(-1, -2),
-                                                   ds).swapaxes(-1, -2)
+                if needs_k:
+                    _add_transposed_product(xp, dki[..., cols, :], ds, q_rows)  # dS^T (scale Q)
                 if needs_bias:
                     dbias_i[..., rows, cols] = ds
     if dq is not None:
         dq *= q.dtype.type(scale)
     return tuple(None if d is None else Tensor._constant(d, xp) for d in (dq, dk, dv, dbias))
+
+
+def _add_transposed_product(xp, target, a, b):
+    """target += a^T b. BLAS reads a 2-D a^T in place (its transpose flag), and the result adds
+    to the target row by row; a batched product would copy a stack of a^T, so there
+    (b^T a)^T is formed, whose transposed operand is the smaller b (benchmarks/: attention)."""
+    if a.ndim == 2:
+        target += xp.matmul(a.T, b)  # (c, r) @ (r, E)
+    else:
+        target += xp.matmul(b.swapaxes(-1, -2), a).swapaxes(-1, -2)  # (E, r) @ (r, c)
 
 
 def _probabilities(q, k, bias, mask, causal, scale, rows, cols):

@@ -264,9 +264,11 @@ def test_type_errors():
 # --- the tiled (online-softmax) path, forced at small sizes -------------------------------------
 @pytest.fixture
 def tiled(monkeypatch):
-    """Tiles of 2 rows x 2 keys, so small shapes cross several tiles (ragged last tiles)."""
+    """Blocks of 2 queries x 3 keys, so small shapes cross several blocks both ways, ragged
+    last ones included, and a block's first query and first key differ (the causal offset)."""
     from tensorgrad.ops import attention
     monkeypatch.setattr(attention, "TILE", 2)
+    monkeypatch.setattr(attention, "KEY_TILE", 3)
 
 
 @pytest.mark.parametrize("shapes", CASES)

@@ -158,13 +158,19 @@ def test_adam_steps_are_the_same_on_both_paths(optimizer, dtype, monkeypatch):
     np.testing.assert_allclose(*trajectories, rtol=tolerance, atol=tolerance)
 
 
+@pytest.mark.parametrize("tiled", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("shapes", [
     ((2, 3, 5, 4), (2, 3, 5, 4)),  # square
     ((2, 3, 1, 4), (2, 3, 7, 4)),  # one query (decoding)
     ((1, 2, 6, 4), (1, 2, 3, 4)),  # more queries than keys: top-left causal
+    ((1, 2, 4, 4), (1, 2, 9, 4)),  # more keys than queries
 ])
-def test_attention_softmax_kernels_match_the_array_code(shapes, causal, monkeypatch):
+def test_attention_softmax_kernels_match_the_array_code(shapes, causal, tiled, monkeypatch):
+    if tiled:  # blocks of 2 queries x 3 keys: the online softmax across blocks, forward and VJP
+        from tensorgrad.ops import attention
+        monkeypatch.setattr(attention, "TILE", 2)
+        monkeypatch.setattr(attention, "KEY_TILE", 3)
     rng = np.random.default_rng(5)
     q, k = (rng.standard_normal(s) for s in shapes)
     v = rng.standard_normal(shapes[1][:-1] + (3,))
