@@ -14,6 +14,9 @@ Implementations:
                         lengths exceed one tile (online softmax; the VJP recomputes row tiles)
   tensorgrad untiled    the same primitive forced onto its whole-matrix path
   tensorgrad composite  matmul -> masked_fill -> softmax -> matmul in tensorgrad ops
+  tensorgrad products   the tiled path's matrix products alone (two per block forward, five
+                        backward, through the backend's matmul), nothing else: the floor the
+                        BLAS sets under the first row
   torch eager           the same composite in PyTorch
   torch sdpa            torch.nn.functional.scaled_dot_product_attention (fused kernels)
 """
@@ -29,8 +32,8 @@ if __package__ in (None, ""):  # run as a script: make the `benchmarks` package 
 
 B, HEADS, HEAD_DIM = 1, 4, 64
 LENGTHS = {"full": (256, 512, 1024, 2048, 4096), "quick": (256, 512, 1024)}
-IMPLEMENTATIONS = ("tensorgrad", "tensorgrad untiled", "tensorgrad composite", "torch eager",
-                   "torch sdpa")
+IMPLEMENTATIONS = ("tensorgrad", "tensorgrad untiled", "tensorgrad composite",
+                   "tensorgrad products", "torch eager", "torch sdpa")
 
 
 def _tensorgrad(composite, T, untiled=False):
@@ -53,6 +56,27 @@ def _tensorgrad(composite, T, untiled=False):
     return step
 
 
+def _tensorgrad_products(T):
+    import tensorgrad as tg
+    from tensorgrad.ops import attention  # its block sizes and spans: the same blocks
+    q, k, v, g = (tg.randn(T, HEAD_DIM).data for _ in range(4))  # one head's matrices
+    xp = tg.randn(1)._backend
+
+    def step():
+        for _ in range(B * HEADS):
+            for rows in attention._spans(T, attention.TILE):
+                for cols in attention._spans(attention._visible(T, rows, True),
+                                             attention.KEY_TILE):
+                    s = xp.matmul(q[rows], k[cols].T)  # forward: S = Q K^T
+                    xp.matmul(s, v[cols])  # P V
+                    p = xp.matmul(q[rows], k[cols].T)  # backward: S again, then
+                    xp.matmul(p.T, g[rows])  # dV = P^T dO
+                    ds = xp.matmul(g[rows], v[cols].T)  # dP = dO V^T
+                    xp.matmul(ds, k[cols])  # dQ = dS K
+                    xp.matmul(ds.T, q[rows])  # dK = dS^T Q
+    return step
+
+
 def _torch(fused, T):
     import torch
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
@@ -71,16 +95,21 @@ def _torch(fused, T):
     return step
 
 
+def step_for(name, T):
+    """One forward + backward of implementation `name` at length T, as a function to time."""
+    return {"tensorgrad": lambda T: _tensorgrad(False, T),
+            "tensorgrad untiled": lambda T: _tensorgrad(False, T, untiled=True),
+            "tensorgrad composite": lambda T: _tensorgrad(True, T),
+            "tensorgrad products": _tensorgrad_products,
+            "torch eager": lambda T: _torch(False, T),
+            "torch sdpa": lambda T: _torch(True, T)}[name](T)
+
+
 def worker(name, T, quick):
     """Measure one implementation at one length; print a JSON line."""
     from benchmarks.timing import FULL, QUICK, current_rss_mb, measure, peak_rss_mb, reset_peak_rss
-    maker = {"tensorgrad": lambda T: _tensorgrad(False, T),
-             "tensorgrad untiled": lambda T: _tensorgrad(False, T, untiled=True),
-             "tensorgrad composite": lambda T: _tensorgrad(True, T),
-             "torch eager": lambda T: _torch(False, T),
-             "torch sdpa": lambda T: _torch(True, T)}[name]
-    maker(16)()  # first calls allocate thread pools and caches: keep them out of the peak
-    step = maker(T)
+    step_for(name, 16)()  # first calls allocate thread pools and caches: keep them out of the peak
+    step = step_for(name, T)
     before = current_rss_mb()
     reset_peak_rss()  # the high-water mark restarts here: what follows is this step's peak
     step()

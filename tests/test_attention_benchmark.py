@@ -1,0 +1,42 @@
+"""benchmarks/attention.py: every implementation's step runs at a length past one tile, and the
+products-only row runs exactly the products the tiled path runs."""
+import pytest
+
+import tensorgrad as tg
+from benchmarks import attention as bench
+from tensorgrad.ops import attention
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 8 queries x 16 keys, so T=40 crosses several of them."""
+    monkeypatch.setattr(attention, "TILE", 8)
+    monkeypatch.setattr(attention, "KEY_TILE", 16)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+@pytest.mark.parametrize("name", bench.IMPLEMENTATIONS)
+def test_every_implementation_runs(name, small_blocks):
+    if name.startswith("torch"):
+        pytest.importorskip("torch")
+    bench.step_for(name, 40)()
+
+
+def test_products_row_runs_the_tiled_paths_products(small_blocks, monkeypatch):
+    """Seven products per block (two forward, five backward): count the tiled path's own."""
+    counted = {"tiled": 0, "products": 0}
+    backend = tg.randn(1)._backend
+    matmul = type(backend).matmul
+
+    def counting(self, a, b):
+        counted[which] += 1
+        return matmul(self, a, b)
+    monkeypatch.setattr(type(backend), "matmul", counting)
+    which = "tiled"
+    q, k, v = (tg.randn(1, 1, 40, 4, requires_grad=True) for _ in range(3))
+    tg.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+    which = "products"
+    step = bench._tensorgrad_products(40)
+    counted["products"] = 0
+    step()
+    assert counted["products"] == bench.B * bench.HEADS * counted["tiled"]
