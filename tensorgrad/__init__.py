@@ -17,6 +17,7 @@ from .backend import (  # noqa: F401
     int64, manual_seed, set_default_device, set_printoptions, uint8,
 )
 from .backend.dtype_info import finfo, iinfo  # noqa: F401
+from .backend.threads import get_num_threads, set_num_threads  # noqa: F401
 from .generator import Generator  # noqa: F401
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 from . import viz  # noqa: F401  (graph pictures; graphviz is imported only when drawing)

@@ -62,6 +62,11 @@ class CupyBackend:
         with cupy.cuda.Device(self.index):
             return rng.integers(low, high, size=shape, dtype=dtype)
 
+    def map_matrices(self, fn, items):
+        """fn(i, *arrays) for each (i, arrays) of items, in order: one device runs them."""
+        for i, arrays in items:
+            fn(i, *arrays)
+
     def __repr__(self):
         return f"CupyBackend({self.device})"
 

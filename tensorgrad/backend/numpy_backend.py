@@ -8,6 +8,8 @@ import warnings
 
 import numpy
 
+from . import threads
+
 try:
     from scipy.special import erf as _scipy_erf
 except ImportError:  # scipy is optional; math.erf is exact but slower
@@ -162,6 +164,11 @@ class NumpyBackend:
     def random_integers(self, low, high, shape, dtype, rng=None):
         rng = self.rng if rng is None else rng
         return rng.integers(low, high, size=shape, dtype=dtype)
+
+    def map_matrices(self, fn, items):
+        """fn(i, *arrays) for each (i, arrays) of items, on get_num_threads() threads (see
+        threads.py): a loop over independent matrices, such as tiled attention's."""
+        threads.map_matrices(fn, items)
 
     def __repr__(self):
         return "NumpyBackend(cpu)"

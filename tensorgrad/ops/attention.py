@@ -178,7 +178,8 @@ def _tiled(xp, q, k, v, bias, mask, causal, scale):
     lse = xp.empty(batch + (tq, 1), q.dtype)
     lowest = xp.finfo(q.dtype).min
     kernels = xp.kernels(q, k, v)
-    for i, (qi, ki, vi, bias_i, mask_i) in _per_matrix(xp, batch, q, k, v, bias, mask):
+
+    def one_matrix(i, qi, ki, vi, bias_i, mask_i):  # writes out[i] and lse[i] only
         # P's row sums come out of its product with V as one more column, P [V | 1]: a sliver
         # of the GEMM instead of a pass over P (benchmarks/: attention T=4096)
         v_ones = xp.concatenate([vi, xp.ones((tk, 1), v.dtype)], axis=-1)  # (Tk, Ev + 1)
@@ -200,6 +201,8 @@ def _tiled(xp, q, k, v, bias, mask, causal, scale):
             _zero_dead_rows(xp, rows_out, top)
             out[i][rows] = rows_out
             lse[i][rows] = _log_sum_exp(xp, top, total)
+    # the matrices are independent: on several threads when the CPU backend has them
+    xp.map_matrices(one_matrix, _per_matrix(xp, batch, q, k, v, bias, mask))
     return out, lse
 
 
@@ -269,7 +272,9 @@ def _attention_vjp(ctx, g):
     kernels = xp.kernels(q)
     arrays = (q, k, v, g, ctx.out_data, bias, mask, ctx.extra, dq, dk, dv, dbias)
     items = _per_matrix(xp, batch, *arrays) if tiled else [((), arrays)]
-    for _, (qi, ki, vi, gi, oi, bias_i, mask_i, extra, dqi, dki, dvi, dbias_i) in items:
+
+    # writes its own matrix's gradients only (they have the broadcast batch dims, one per item)
+    def one_matrix(_, qi, ki, vi, gi, oi, bias_i, mask_i, extra, dqi, dki, dvi, dbias_i):
         for rows in _spans(tq, TILE if tiled else max(tq, 1)):
             # dK = scale dS^T Q = dS^T (scale Q); dQ is scaled once at the end
             q_rows = qi[..., rows, :] * q.dtype.type(scale)
@@ -303,6 +308,7 @@ def _attention_vjp(ctx, g):
                     _add_transposed_product(xp, dki[..., cols, :], ds, q_rows)  # dS^T (scale Q)
                 if needs_bias:
                     dbias_i[..., rows, cols] = ds
+    xp.map_matrices(one_matrix, items)
     if dq is not None:
         dq *= q.dtype.type(scale)
     return tuple(None if d is None else Tensor._constant(d, xp) for d in (dq, dk, dv, dbias))

@@ -1,0 +1,101 @@
+"""How many CPU threads an op may use: torch.set_num_threads / get_num_threads, and the one loop
+of tensorgrad's own that runs on several of them.
+
+PyTorch's CPU kernels split their work across an intra-op thread pool; here the BLAS has its own
+threads, and every other array call runs on the calling thread. That suits large products, and
+fails where an op is a loop of small ones: the tiled attention path works one (T, E) matrix and
+one block at a time, products of 256 x 64 x 512 that a second BLAS thread barely speeds up, and
+its exponentials and compiled loops run on one core whatever the BLAS does. So that loop runs
+its independent matrices (batch x heads) on a pool of threads instead, each with a
+single-threaded BLAS: NumPy's array calls and the Numba kernels release the GIL, so the threads
+run side by side (benchmarks/: attention T=4096 at --threads 2).
+
+The count starts from OMP_NUM_THREADS, as PyTorch's does, else the CPUs this process may run on.
+`set_num_threads(n)` sets it and the BLAS libraries' (through threadpoolctl, which finds
+OpenBLAS and MKL in the process).
+"""
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+_lock = threading.Lock()
+_threads = None  # set by set_num_threads, else read from the environment on first use
+_pool = None  # (size, ThreadPoolExecutor), made on the first parallel map
+_controller = None  # threadpoolctl's handle on the BLAS libraries, made when first needed
+
+
+def _forget_pool():
+    # a forked child (a DataLoader worker) inherits the pool but not its threads: work handed to
+    # it would wait forever, so the child makes its own
+    global _pool
+    _pool = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _from_environment():
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    if value.strip().isdigit() and int(value) > 0:
+        return int(value)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def get_num_threads():
+    """The number of threads an op may use on the CPU (torch.get_num_threads)."""
+    global _threads
+    if _threads is None:
+        _threads = _from_environment()
+    return _threads
+
+
+def set_num_threads(n):
+    """Use n threads on the CPU: the BLAS's and tensorgrad's own parallel loop
+    (torch.set_num_threads)."""
+    global _threads
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"set_num_threads: expected a positive int, got {n!r}")
+    with _lock:
+        _threads = n
+        _blas().limit(limits=n, user_api="blas")
+
+
+def _blas():
+    """threadpoolctl's controller over the BLAS libraries in the process (finding them walks the
+    loaded libraries: 1.5 ms, so it is kept until libraries_changed())."""
+    global _controller
+    if _controller is None:
+        from threadpoolctl import ThreadpoolController
+        _controller = ThreadpoolController()
+    return _controller
+
+
+def libraries_changed():
+    """A BLAS library was loaded after the first parallel map (MKL opens at the first float
+    product): look for them again next time."""
+    global _controller
+    _controller = None
+
+
+def map_matrices(fn, items):
+    """fn(i, *arrays) for every (i, arrays) in items, the calls spread over get_num_threads()
+    threads, each with a one-thread BLAS. fn must write only its own i's part of any output."""
+    global _pool
+    threads = min(get_num_threads(), len(items))
+    if threads <= 1:
+        for i, arrays in items:
+            fn(i, *arrays)
+        return
+    with _lock:
+        if _pool is None or _pool[0] != get_num_threads():
+            if _pool is not None:
+                _pool[1].shutdown(wait=False)
+            _pool = (get_num_threads(), ThreadPoolExecutor(get_num_threads(),
+                                                           thread_name_prefix="tensorgrad"))
+        pool, blas = _pool[1], _blas()
+    with blas.limit(limits=1, user_api="blas"):  # the threads take the cores the BLAS would
+        for done in [pool.submit(fn, i, *arrays) for i, arrays in items]:
+            done.result()  # re-raises a worker's error here
