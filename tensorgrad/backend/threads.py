@@ -22,6 +22,7 @@ _lock = threading.Lock()
 _threads = None  # set by set_num_threads, else read from the environment on first use
 _pool = None  # (size, ThreadPoolExecutor), made on the first parallel map
 _controller = None  # threadpoolctl's handle on the BLAS libraries, made when first needed
+_pool_thread_setup = []  # what a pool thread sets for itself before its work (on_pool_threads)
 
 
 def _forget_pool():
@@ -80,6 +81,18 @@ def libraries_changed():
     _controller = None
 
 
+def on_pool_threads(setup):
+    """Have every pool thread call setup() before its work: for a thread count that a library
+    keeps per thread (MKL's under GNU OpenMP), which the limit set around a map does not reach."""
+    _pool_thread_setup.append(setup)
+
+
+def _run(fn, i, arrays):
+    for setup in _pool_thread_setup:
+        setup()
+    fn(i, *arrays)
+
+
 def map_matrices(fn, items):
     """fn(i, *arrays) for every (i, arrays) in items, the calls spread over get_num_threads()
     threads, each with a one-thread BLAS. fn must write only its own i's part of any output."""
@@ -97,5 +110,5 @@ def map_matrices(fn, items):
                                                            thread_name_prefix="tensorgrad"))
         pool, blas = _pool[1], _blas()
     with blas.limit(limits=1, user_api="blas"):  # the threads take the cores the BLAS would
-        for done in [pool.submit(fn, i, *arrays) for i, arrays in items]:
+        for done in [pool.submit(_run, fn, i, arrays) for i, arrays in items]:
             done.result()  # re-raises a worker's error here

@@ -111,3 +111,15 @@ def _map_in_child():
     seen = []
     threads.map_matrices(lambda i: seen.append(i), [(i, ()) for i in range(3)])
     return sorted(seen)
+
+
+def test_pool_threads_run_their_setup_before_their_work(restore_threads, monkeypatch):
+    """For a library whose thread count is per thread (MKL under GNU OpenMP)."""
+    import threading
+    monkeypatch.setattr(threads, "_pool_thread_setup", [])
+    tg.set_num_threads(2)
+    ready, seen = set(), []
+    threads.on_pool_threads(lambda: ready.add(threading.get_ident()))
+    threads.map_matrices(lambda i: seen.append(threading.get_ident() in ready),
+                         [(i, ()) for i in range(4)])
+    assert seen == [True] * 4
