@@ -155,11 +155,11 @@ def generate(model, input_ids, max_new_tokens, temperature=1.0, top_k=None, top_
             if step_mask is not None:
                 positions = positions_from_mask(step_mask)[:, -new.shape[1]:]
             logits, _ = model(new, attention_mask=step_mask, position_ids=positions, cache=cache)
-            last = logits[:, -1, :]  # (B, V)
-            if temperature == 0:  # greedy: the argmax kept as the (B, 1) column (generate)
-                unseen = last.argmax(-1, keepdim=True)
+            last = logits[:, -1:] if logits.shape[1] > 1 else logits  # (B, 1, V)
+            if temperature == 0:  # greedy: the (B, 1) column straight from argmax (generate)
+                unseen = last.argmax(-1)
             else:
-                unseen = next_token(last, temperature, top_k, top_p).unsqueeze(1)  # (B, 1)
+                unseen = next_token(last[:, 0], temperature, top_k, top_p).unsqueeze(1)  # (B, 1)
             if stop_tokens:
                 unseen = tg.where(done.unsqueeze(1), pad, unseen)
             columns.append(unseen)
