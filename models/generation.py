@@ -173,7 +173,6 @@ def generate(model, input_ids, max_new_tokens, temperature=1.0, top_k=None, top_
                 if bool(done.all()):
                     break
         return tg.cat(columns, dim=1) if len(columns) > 1 else columns[0]
-        return ids
     finally:
         model.train(was_training)
 
