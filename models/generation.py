@@ -134,14 +134,20 @@ def generate(model, input_ids, max_new_tokens, temperature=1.0, top_k=None, top_
             return _beam_generate(model, input_ids, max_new_tokens, attention_mask, use_cache,
                                   num_beams, stop_tokens, pad, length_penalty, early_stopping,
                                   no_repeat_ngram_size, num_return_sequences)
-        ids, mask = input_ids, attention_mask
+        mask = attention_mask
         cache = model.make_cache() if use_cache else None
-        unseen = ids  # the columns the cache has not seen yet
-        done = tg.zeros(ids.shape[0], dtype=tg.bool, device=ids.device)
+        # The prompt and each step's (B, 1) column, joined once at the end: a cat per token
+        # would copy the whole sequence every step (generate). Without a cache, `ids` is
+        # joined again whenever the model has to re-read the sequence.
+        columns, length = [input_ids], input_ids.shape[1]
+        unseen = input_ids  # the columns the cache has not seen yet
+        done = tg.zeros(input_ids.shape[0], dtype=tg.bool, device=input_ids.device)
         for _ in range(max_new_tokens):
-            if cache is not None and ids.shape[1] > window:
+            if cache is not None and length > window:
                 cache = None  # the context slides from here on: recompute the window each step
             if cache is None:
+                ids = tg.cat(columns, dim=1) if len(columns) > 1 else columns[0]
+                columns = [ids]
                 new, step_mask = ids[:, -window:], None if mask is None else mask[:, -window:]
             else:
                 new, step_mask = unseen, mask
@@ -149,19 +155,24 @@ def generate(model, input_ids, max_new_tokens, temperature=1.0, top_k=None, top_
             if step_mask is not None:
                 positions = positions_from_mask(step_mask)[:, -new.shape[1]:]
             logits, _ = model(new, attention_mask=step_mask, position_ids=positions, cache=cache)
-            token = next_token(logits[:, -1, :], temperature, top_k, top_p)  # (B,)
+            last = logits[:, -1:] if logits.shape[1] > 1 else logits  # (B, 1, V)
+            if temperature == 0:  # greedy: the (B, 1) column straight from argmax (generate)
+                unseen = last.argmax(-1)
+            else:
+                unseen = next_token(last[:, 0], temperature, top_k, top_p).unsqueeze(1)  # (B, 1)
             if stop_tokens:
-                token = tg.where(done, pad, token)
-            unseen = token.unsqueeze(1)  # (B, 1)
-            ids = tg.cat([ids, unseen], dim=1)
+                unseen = tg.where(done.unsqueeze(1), pad, unseen)
+            columns.append(unseen)
+            length += 1
             if mask is not None:
                 mask = tg.cat([mask, tg.ones_like(mask[:, :1])], dim=1)
             if stop_tokens:
+                token = unseen.squeeze(1)  # (B,)
                 for stop in stop_tokens:
                     done = done | (token == stop)
                 if bool(done.all()):
                     break
-        return ids
+        return tg.cat(columns, dim=1) if len(columns) > 1 else columns[0]
     finally:
         model.train(was_training)
 

@@ -48,8 +48,9 @@ class KVCache:
     def update(self, key, value):
         """Append (B, H, T_new, D) keys and values; return all cached ones (B, H, T, D)."""
         if not tg.is_grad_enabled():
-            self.key = self._append(0, self.key, key)
-            self.value = self._append(1, self.value, value)
+            length = len(self)
+            self.key = self._append(0, self.key, length, key)
+            self.value = self._append(1, self.value, length, value)
         elif self.key is None:
             self.key, self.value = key, value
         else:
@@ -58,21 +59,25 @@ class KVCache:
             self.value = tg.cat([self.value, value], dim=-2)
         return self.key, self.value
 
-    def _append(self, i, cached, new):
-        """cached + new along dim -2, written into buffer i (made or doubled when full)."""
-        length, added = (0 if cached is None else cached.shape[-2]), new.shape[-2]
+    def _append(self, i, cached, length, new):
+        """cached (`length` positions) + new along dim -2, written into buffer i (made
+        or doubled when full). Read through the arrays (`.data`): this runs twice per layer per
+        decoded token (generate), and the buffer is this cache's own, so Tensor.__setitem__'s
+        checks would only cost time; no graph is recorded here."""
+        new_data = new.data
+        end = length + new_data.shape[-2]
         buffer = self._storage[i]
-        if buffer is None or buffer.shape[-2] < length + added \
-                or buffer.shape[:-2] != new.shape[:-2] or buffer.dtype != new.dtype:
-            buffer = tg.empty(*new.shape[:-2], max(2 * (length + added), 16), new.shape[-1],
-                              dtype=new.dtype, device=new.device)
+        store = None if buffer is None else buffer.data
+        if store is None or store.shape[-2] < end or store.shape[:-2] != new_data.shape[:-2] \
+                or store.dtype != new_data.dtype:
+            buffer = tg.empty(*new_data.shape[:-2], max(2 * end, 16), new_data.shape[-1],
+                              dtype=new_data.dtype, device=new.device)
             if length:
                 buffer.data[..., :length, :] = cached.data
             self._storage[i] = buffer
-        # Written through the arrays (`.data`): no graph is recorded here, and the buffer is
-        # this cache's own, so Tensor.__setitem__'s checks would only cost time (decoding).
-        buffer.data[..., length:length + added, :] = new.data
-        return buffer[..., :length + added, :]
+            store = buffer.data
+        store[..., length:end, :] = new_data
+        return buffer[..., :end, :]
 
     def reorder(self, indices):
         """Keep the batch rows `indices` (B_new,) int64, in that order: beam search continues
@@ -223,13 +228,16 @@ class Attention(Module):
         if cache is not None and (key is None or past == 0):
             k, v = cache.update(k, v)
         tq, tk = q.shape[-2], k.shape[-2]
-        mask = merge_masks(
-            attn_mask, None if key_padding_mask is None else padding_to_attn_mask(key_padding_mask),
-            # With Tq == Tk the fused path applies is_causal itself; otherwise the queries are
-            # the last Tq positions (bottom-right), which PyTorch's top-left is_causal is not.
-            # One query (decoding) is the newest position and sees every key: no mask.
-            causal_mask(tq, tk, device=q.device) if is_causal and 1 < tq != tk else None,
-            dtype=q.dtype)
+        # With Tq == Tk the fused path applies is_causal itself; otherwise the queries are the
+        # last Tq positions (bottom-right), which PyTorch's top-left is_causal is not. One query
+        # (decoding) is the newest position and sees every key: no mask.
+        causal = is_causal and 1 < tq != tk
+        mask = None
+        if attn_mask is not None or key_padding_mask is not None or causal:
+            mask = merge_masks(
+                attn_mask,
+                None if key_padding_mask is None else padding_to_attn_mask(key_padding_mask),
+                causal_mask(tq, tk, device=q.device) if causal else None, dtype=q.dtype)
         return q, k, v, mask, is_causal and tq == tk
 
     def _project(self, query, key, value, cache):
@@ -237,8 +245,10 @@ class Attention(Module):
         that already holds the memory's keys and values is reused."""
         if key is None and self.fused:
             # (B, T, (H + 2 H_kv) D) -> (B, H + 2 H_kv, T, D), split into heads in one go
-            qkv = self._heads(self.qkv_proj(query), self.num_heads + 2 * self.n_kv_heads)
-            return qkv.split([self.num_heads, self.n_kv_heads, self.n_kv_heads], dim=1)
+            h, kv = self.num_heads, self.n_kv_heads
+            qkv = self._heads(self.qkv_proj(query), h + 2 * kv)
+            # three slices rather than split(), which checks its sizes (once per layer per token)
+            return qkv[:, :h], qkv[:, h:h + kv], qkv[:, h + kv:]
         q = self._heads(self._linear(0, query), self.num_heads)
         if key is not None and cache is not None and len(cache):
             return q, cache.key, cache.value

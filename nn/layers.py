@@ -150,6 +150,15 @@ class Dropout(Module):
             raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
         self.p = p
 
+    def __call__(self, *args, **kwargs):
+        # The identity (eval mode or p = 0) with no hooks to run records nothing and names
+        # nothing: skip entering the module (13 of the 53 module calls per GPT-mini token:
+        # generate).
+        if len(args) == 1 and not kwargs and not (self.training and self.p) \
+                and not self._forward_hooks:
+            return args[0]
+        return super().__call__(*args, **kwargs)
+
     def forward(self, x):
         return F.dropout(x, self.p, self.training)
 

@@ -237,3 +237,21 @@ def test_blas_shapes_times_every_product_of_the_step(capsys):
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     assert len(rows) == 2 + len(blas_shapes.products(**blas_shapes.TINY))  # header, total
     assert any("qkv fwd x @ W.T" in row for row in rows)
+
+
+def test_profile_decode_counts_a_tokens_calls_and_restores_them(capsys):
+    """benchmarks/profile_decode.py --quick: GPT-mini's per-token calls (4 layers: 17 linear,
+    9 layer norms, 4 attentions), one timed row per op, and Primitive / Module calls unpatched
+    afterwards."""
+    from benchmarks import profile_decode
+    from tensorgrad import nn
+    from tensorgrad.autograd.graph import Primitive
+
+    calls = (Primitive.__call__, nn.Module.__call__)
+    primitives, modules = profile_decode.count_calls(batch=2, tokens=4)
+    assert (primitives["linear"], primitives["layer_norm"]) == (17, 9)
+    assert primitives["scaled_dot_product_attention"] == 4 and modules == 40
+    assert (Primitive.__call__, nn.Module.__call__) == calls
+    profile_decode.main(["--quick"])
+    out = capsys.readouterr().out
+    assert "| LayerNorm(128) | 9 |" in out and "| scaled_dot_product_attention | 4 |" in out

@@ -179,6 +179,21 @@ def test_cache_appends_in_place_under_no_grad_and_by_cat_with_grad():
     assert cache._storage == [None, None] and len(cache) == 35
 
 
+def test_cache_filled_with_grad_continues_in_place_under_no_grad():
+    """A prompt cached with grad recording (a cat, no buffer), then decoding under no_grad:
+    the first append copies what is cached into a new buffer and carries on in place."""
+    keys = [tg.randn(1, 2, 3 if t == 0 else 1, 4) for t in range(20)]
+    cache = KVCache()
+    cache.update(keys[0], keys[0] + 1)
+    with tg.no_grad():
+        for k in keys[1:]:
+            key, value = cache.update(k, k + 1)
+    whole = tg.cat(keys, dim=-2)
+    np.testing.assert_array_equal(_np(key), _np(whole))
+    np.testing.assert_array_equal(_np(value), _np(whole + 1))
+    assert len(cache) == 22 and cache._storage[0] is not None
+
+
 def test_cross_attention_cache_projects_the_memory_once():
     attn = Attention(16, 2)
     x, memory = tg.randn(1, 4, 16), tg.randn(1, 6, 16)

@@ -106,6 +106,17 @@ def test_dropout_scales_in_training_and_is_identity_in_eval():
         nn.Dropout(1.5)
 
 
+def test_identity_dropout_still_runs_forward_hooks():
+    """Eval-mode dropout skips the module call only while no hook would see it."""
+    drop, x = nn.Dropout(0.5).eval(), tg.ones(3)
+    seen = []
+    handle = drop.register_forward_hook(lambda module, args, out: seen.append(out) or out * 2)
+    np.testing.assert_array_equal(drop(x).numpy(), np.full(3, 2.0))
+    assert seen and seen[0] is x
+    handle.remove()
+    assert drop(x) is x and len(seen) == 1
+
+
 def test_default_initialisations_follow_pytorch():
     lin = nn.Linear(400, 300)
     bound = 1 / math.sqrt(400)

@@ -51,6 +51,8 @@ CASES = [
 DECODING = [
     ((2, 3, 1, 5), (2, 3, 7, 5), (2, 3, 7, 2), None, False),
     ((2, 3, 1, 5), (2, 3, 7, 5), (2, 3, 7, 2), "bool", False),
+    ((2, 3, 1, 5), (2, 3, 7, 5), (2, 3, 7, 2), None, True),  # top-left: it sees key 0 only
+    ((2, 1, 1, 3), (3, 6, 3), (3, 6, 2), None, False),       # broadcast batch dims
 ]
 
 
@@ -84,6 +86,20 @@ def _check_against_the_oracle(shapes, device):
     for g, r in zip(_grads(out, inputs, probe, retain_graph=True), _grads(ref, inputs, probe)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(r), atol=1e-12)
     return out
+
+
+def test_one_query_reads_cache_views_in_place(device):
+    """Decoding attends over views of a KV cache's buffer (keys strided by its capacity): the
+    one-query path gives the composite's values and gradients."""
+    buffer = tg.randn(2, 3, 16, 5, dtype=F64, device=device)
+    q = tg.randn(2, 3, 1, 5, dtype=F64, device=device, requires_grad=True)
+    keys, values = buffer[:, :, :9], buffer[:, :, 4:13] * 1.0
+    out = tg.scaled_dot_product_attention(q, keys, values)
+    ref = composite(q, keys, values)
+    np.testing.assert_allclose(np.asarray(out.detach()), np.asarray(ref.detach()), atol=1e-12)
+    probe = tg.randn(*out.shape, dtype=F64, device=device)
+    np.testing.assert_allclose(np.asarray(tg.grad(out, [q], probe)[0]),
+                               np.asarray(tg.grad(ref, [q], probe)[0]), atol=1e-12)
 
 
 def test_matches_torch(device):
