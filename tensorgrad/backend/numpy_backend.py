@@ -140,9 +140,9 @@ class NumpyBackend:
         A stack of rows times one matrix (a Linear layer on (B, T, C)) becomes a single 2-D GEMM;
         stacked matrices that are not row-major (a transposed view such as k^T) get copied,
         since NumPy's batched loop skips BLAS for them (3-20x slower at transformer sizes).
-        With MKL installed (tensorgrad[mkl]) float products run on its GEMM instead (mkl_blas.py:
-        gpt_step's products are 1.1-1.4x faster than on NumPy's OpenBLAS) and take transposed
-        and batched operands as they are; what it cannot take comes here.
+        With MKL installed (tensorgrad[mkl]) float products of some size run on its GEMM instead
+        (mkl_blas.py: gpt_step's products 1.08-1.16x faster than on NumPy's OpenBLAS), with
+        transposed and batched operands as they are; what it does not take comes here.
         """
         if a.ndim == 2 and b.ndim == 2 and _turns_round(a, b):
             # A few rows times a transposed weight (a Linear layer while decoding a batch):
