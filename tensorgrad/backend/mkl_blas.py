@@ -182,16 +182,18 @@ def _batch_stride(batch, shape, strides, itemsize):
 def matmul(a, b):
     """a @ b through MKL for float32/float64 arrays of two or more dims, or None (the caller then
     runs NumPy's matmul): see the module docstring for what it takes."""
-    dtype = a.dtype
-    if (b.dtype != dtype or dtype not in (_FLOAT32, _FLOAT64) or a.ndim < 2 or b.ndim < 2
-            or type(a) is not numpy.ndarray or type(b) is not numpy.ndarray
-            or library() is None):
+    if a.ndim < 2 or b.ndim < 2:
         return None
     *lead, m, k = a.shape
     n = b.shape[-1]
-    # max(...) is the count of multiply-adds (batch * m * n * k) for either operand's batch
-    if (max(a.size * n, b.size * m) < MIN_WORK or b.shape[-2] != k or a.size == 0 or b.size == 0
-            or max(m, n, k) > _INT_MAX):
+    # Small products leave first, cheaply (decoding runs many). max(...) is the count of
+    # multiply-adds, batch * m * n * k, with either operand's batch; 0 when one is empty.
+    if max(a.size * n, b.size * m) < MIN_WORK:
+        return None
+    dtype = a.dtype
+    if (b.dtype != dtype or dtype not in (_FLOAT32, _FLOAT64) or type(a) is not numpy.ndarray
+            or type(b) is not numpy.ndarray or b.shape[-2] != k or a.size == 0 or b.size == 0
+            or max(m, n, k) > _INT_MAX or library() is None):
         return None
     itemsize = dtype.itemsize
     if b.ndim == 2 and lead and (k == 1 or a.strides[-1] == itemsize):
