@@ -1,4 +1,4 @@
-"""The matrix products of one gpt_step, timed alone: NumPy's BLAS against PyTorch's, one thread.
+"""The matrix products of one gpt_step, timed alone: tensorgrad's BLAS against torch's, one thread.
 
     python benchmarks/blas_shapes.py            # GPT-mini, B=16, T=128 (the gpt_step workload)
     python benchmarks/blas_shapes.py --tiny     # toy sizes (checks the script)
@@ -9,7 +9,9 @@ backward, and attention's batched products over (B * heads) matrices, forward an
 Each product is timed on NumPy arrays and on torch tensors of the same shape and layout, and
 the step's total adds them up as often as a step runs them. What it shows is the floor under
 gpt_step's ratio to torch that no framework code can remove: the time the two BLAS libraries
-(NumPy's OpenBLAS, torch's MKL or its own) take for the same products.
+take for the same products. tensorgrad's column is whatever its CPU backend's matmul runs: MKL
+when the `mkl` wheel is installed (tensorgrad[mkl]), NumPy's OpenBLAS with TENSORGRAD_BLAS=numpy
+or without it; the BLAS is named under the table.
 """
 import argparse
 import os
@@ -69,10 +71,10 @@ def main(argv=None):
     import torch
     torch.set_num_threads(1)
     from tensorgrad.backend import get_backend
-    xp = get_backend("cpu")  # tensorgrad's matmul: NumPy's, steered onto BLAS
+    xp = get_backend("cpu")  # tensorgrad's matmul: MKL or NumPy's, steered onto one BLAS call
     rng = np.random.default_rng(0)
     timing = dict(budget=0.001, repeat=1) if args.tiny else dict(budget=0.05, repeat=5)
-    print("| product | per step | shapes | NumPy (tensorgrad's matmul) µs | torch µs | ratio |")
+    print("| product | per step | shapes | tensorgrad's matmul µs | torch µs | ratio |")
     print("|---|---:|---|---:|---:|---:|")
     totals = [0.0, 0.0]
     for name, count, a_shape, b_shape, layout in products(**(TINY if args.tiny else {})):
@@ -86,7 +88,8 @@ def main(argv=None):
               f"{theirs:,.0f} | {ours / theirs:.2f} |")
     print(f"| **per step** | | | **{totals[0] / 1e3:,.1f} ms** | **{totals[1] / 1e3:,.1f} ms** | "
           f"**{totals[0] / totals[1]:.2f}** |")
-    print(f"\nNumPy {np.__version__}, torch {torch.__version__}, one thread", file=sys.stderr)
+    print(f"\ntensorgrad: {xp.blas_name()}, NumPy {np.__version__}; torch {torch.__version__} "
+          f"({'MKL' if torch.backends.mkl.is_available() else 'its own BLAS'}); one thread")
     return tuple(totals)
 
 

@@ -110,8 +110,12 @@ def _names(text, allowed, flag):
 def child(args):
     env = workloads.Env(args.framework, args.device, args.mode)
     rows = workloads.load(args.child).run(env)
-    print(RESULT_MARK + json.dumps({"rows": rows, "notes": env.notes,
-                                    "peak_rss_mb": peak_rss_mb()}), flush=True)
+    peak = peak_rss_mb()  # before naming the BLAS, which may load it into a process that had none
+    if args.framework == "tensorgrad" and args.device == "cpu":
+        from tensorgrad.backend import get_backend
+        env.notes["blas"] = get_backend("cpu").blas_name()
+    print(RESULT_MARK + json.dumps({"rows": rows, "notes": env.notes, "peak_rss_mb": peak}),
+          flush=True)
 
 
 def run_child(name, framework, args):
@@ -318,6 +322,8 @@ def main(argv=None):
                 done.append(result)
         results[name] = {framework: merge_rounds(done) for framework, done in runs.items()}
         for result in results[name].values():
+            if result.get("notes", {}).get("blas"):
+                meta["tensorgrad BLAS (float matmul)"] = result["notes"]["blas"]
             if result.get("notes", {}).get("torch_threads"):
                 meta["torch"] = (f"{_torch_version()}, eager, torch.set_num_threads("
                                  f"{result['notes']['torch_threads']})")

@@ -137,6 +137,7 @@ def test_harness_runs_every_workload_on_tiny_sizes(tmp_path):
                                 for r in rows if not math.isnan(r["median"])), (name, framework)
         assert f"| {name} |" in done.stdout
     assert "Targets:" in done.stdout and len(saved["targets"]) == len(run.TARGETS)
+    assert saved["meta"]["tensorgrad BLAS (float matmul)"].startswith(("MKL ", "NumPy's "))
 
 
 @pytest.mark.parametrize("name", [n for n in workloads.NAMES if n != "attention"])
@@ -234,9 +235,11 @@ def test_blas_shapes_times_every_product_of_the_step(capsys):
 
     numpy_us, torch_us = blas_shapes.main(["--tiny"])
     assert numpy_us > 0 and torch_us > 0
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
     assert len(rows) == 2 + len(blas_shapes.products(**blas_shapes.TINY))  # header, total
     assert any("qkv fwd x @ W.T" in row for row in rows)
+    assert "tensorgrad: " + tg.backend.get_backend("cpu").blas_name() in out  # which BLAS ran
 
 
 def test_profile_decode_counts_a_tokens_calls_and_restores_them(capsys):

@@ -8,7 +8,7 @@ import warnings
 
 import numpy
 
-from . import threads
+from . import mkl_blas, threads
 
 try:
     from scipy.special import erf as _scipy_erf
@@ -45,11 +45,30 @@ def _row_major(a):
     return a
 
 
-# The row counts (inclusive) for which `matmul` turns a float32 x @ W.T round; measured with
-# OpenBLAS 0.3.31 on one core: from 4 rows the turned product wins, by 64 rows the plain one is
-# as fast again. In float64 (dgemm) it does not pay.
+# The row counts (inclusive) for which `matmul` turns a float32 x @ W.T round. Measured on one
+# core with OpenBLAS 0.3.31: from 4 rows the turned product wins, by 64 rows the plain one is as
+# fast again; in float64 (dgemm) it does not pay. With MKL (mkl_blas.py) the turn pays from 8
+# to 48 rows (1.2-2x with weights of 2-8 MB, even at GPT-mini's 128 x 384) and loses at 4.
 _FEW_ROWS = (4, 48)
+_FEW_ROWS_MKL = 8
 _FLOAT32 = numpy.dtype("float32")
+
+
+def _turns_round(a, b):
+    """Whether a (rows, k) @ (k, n) float32 product with a transposed b runs faster turned round."""
+    rows = a.shape[0]
+    if not (_FEW_ROWS[0] <= rows <= _FEW_ROWS[1] and b.dtype == _FLOAT32 and b.strides[0] == 4
+            and b.shape[1] > 1):
+        return False
+    # From 8 rows it pays on either library; below, only where MKL does not take the product.
+    return (rows >= _FEW_ROWS_MKL or mkl_blas.library() is None
+            or rows * a.shape[1] * b.shape[1] < mkl_blas.MIN_WORK)
+
+
+def _one_gemm(a, b):
+    """a @ b for 2-D operands: MKL's GEMM where it takes them, else NumPy's."""
+    out = mkl_blas.matmul(a, b)
+    return numpy.matmul(a, b) if out is None else out
 
 
 def load_kernels():
@@ -121,18 +140,23 @@ class NumpyBackend:
         A stack of rows times one matrix (a Linear layer on (B, T, C)) becomes a single 2-D GEMM;
         stacked matrices that are not row-major (a transposed view such as k^T) get copied,
         since NumPy's batched loop skips BLAS for them (3-20x slower at transformer sizes).
+        With MKL installed (tensorgrad[mkl]) float products of some size run on its GEMM instead
+        (mkl_blas.py: gpt_step's products 1.08-1.16x faster than on NumPy's OpenBLAS), with
+        transposed and batched operands as they are; what it does not take comes here.
         """
+        if a.ndim == 2 and b.ndim == 2 and _turns_round(a, b):
+            # A few rows times a transposed weight (a Linear layer while decoding a batch):
+            # both BLAS libraries are slower at it than at the same product turned round,
+            # (b^T a^T)^T, with b^T's many rows leading (batch-8 decoding on OpenBLAS,
+            # 8 x 128 @ (384 x 128)^T: 48 -> 23 us, one thread). The copy makes the (rows, n)
+            # result row-major again; it is small.
+            return numpy.ascontiguousarray(_one_gemm(b.T, a.T).T)
+        out = mkl_blas.matmul(a, b)
+        if out is not None:
+            return out
         if b.ndim == 2 and a.ndim > 2:
             out = numpy.matmul(a.reshape(-1, a.shape[-1]), b)
             return out.reshape(a.shape[:-1] + (b.shape[1],))
-        if (a.ndim == 2 and b.ndim == 2 and _FEW_ROWS[0] <= a.shape[0] <= _FEW_ROWS[1]
-                and b.dtype == _FLOAT32 and b.strides[0] == 4 and b.shape[1] > 1):
-            # A few rows times a transposed weight (a Linear layer while decoding a batch):
-            # OpenBLAS's sgemm for 4-48 rows against a transposed B is 2-4x slower than the
-            # same product turned round, (b^T a^T)^T, with b^T's many rows leading (batch-8
-            # decoding, 8 x 128 @ (384 x 128)^T: 48 -> 23 us, one thread). The copy makes the
-            # (rows, n) result row-major again; it is small.
-            return numpy.ascontiguousarray(numpy.matmul(b.T, a.T).T)
         if a.ndim > 2 or b.ndim > 2:
             if a.ndim >= 2 and a.shape[-2] == 1 and b.ndim > 2 and b.strides[-2] == b.itemsize:
                 # One row times transposed matrices (a decoding query against k^T): as b^T a^T
@@ -143,6 +167,10 @@ class NumpyBackend:
                     return out.reshape(out.shape[:-2] + (1, out.shape[-2]))
             a, b = _row_major(a), _row_major(b)
         return numpy.matmul(a, b)
+
+    def blas_name(self):
+        """Which BLAS runs float matmul, e.g. "MKL 2026.2 (ctypes, 1 thread)" (in benchmarks)."""
+        return mkl_blas.name()
 
     def erf(self, x):
         if _scipy_erf is not None:

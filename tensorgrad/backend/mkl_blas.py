@@ -1,0 +1,228 @@
+"""Intel MKL's GEMM under the CPU backend's matmul, called through ctypes.
+
+Why: the GEMM-bound benchmark rows (gpt_step, mlp_step) are bound by the BLAS library, and
+NumPy's wheel ships OpenBLAS while PyTorch's CPU wheel uses MKL. gpt_step's own products take
+98-99 ms per step on MKL against 106-114 on OpenBLAS and 92-97 on torch's, one thread
+(benchmarks/blas_shapes.py). The `mkl` wheel (pip install tensorgrad[mkl]) brings libmkl_rt;
+NumPy stays as it is, and only float32/float64 matrix products are sent here.
+
+`matmul(a, b)` is the product of two arrays, or None when it cannot take them; the backend then
+runs NumPy's matmul, unchanged. It takes operands whose matrices (last two dims) are row- or
+column-major (a transposed view is passed with BLAS's transpose flag and leading dimension, not
+copied) and whose batch dims fold into one stride each (broadcast batch dims are stride 0), so
+every product is one `cblas_?gemm` or one `cblas_?gemm_batch_strided` call. The library is
+loaded at the first float product, so `import tensorgrad` stays cheap; TENSORGRAD_BLAS=numpy,
+or no library found, leaves NumPy's BLAS doing everything.
+"""
+import ctypes
+import ctypes.util
+import glob
+import math
+import os
+import site
+import sys
+
+import numpy
+
+# CBLAS's enum values, and MKL's for its layer switches (mkl_service.h).
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+_THREADING_SEQUENTIAL, _THREADING_GNU = 1, 3
+_INTERFACE_LP64 = 0
+_INT_MAX = 2**31 - 1  # MKL_INT is a C int in the LP64 interface we ask for
+# Products with fewer multiply-adds stay on NumPy: the ctypes call and its checks cost about
+# 10 us, more than MKL saves below this size (one thread: 16 x 128 @ 128 x 384 ties, 32 rows
+# wins 1.1-1.2x; decoding's one-row products are 3x faster through NumPy).
+MIN_WORK = 2**20
+
+_FLOAT32, _FLOAT64 = numpy.dtype("float32"), numpy.dtype("float64")
+_lib = ...  # the loaded library (a ctypes.CDLL), None when there is none; ... until first use
+_gemm = {}  # dtype -> (cblas_?gemm, cblas_?gemm_batch_strided, ctypes scalar type)
+
+
+def _candidates():
+    """Where libmkl_rt may be: the environment's own lib/ (where the `mkl` wheel puts it; also
+    the base and --user installs) first, then whatever the dynamic loader finds."""
+    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix, site.getuserbase())):
+        yield from sorted(glob.glob(os.path.join(prefix, "lib", "libmkl_rt.so*")), reverse=True)
+    yield from ("libmkl_rt.so.3", "libmkl_rt.so.2", ctypes.util.find_library("mkl_rt"))
+
+
+def _open():
+    """libmkl_rt set up for this module's calls, or None."""
+    for path in _candidates():
+        try:
+            lib = ctypes.CDLL(path) if path else None
+        except OSError:
+            continue
+        if lib is None:
+            continue
+        try:
+            # Our argtypes say C int: make sure the LP64 interface is the one in use
+            # (MKL_INTERFACE_LAYER, or another user of the library in this process, may have
+            # chosen ILP64 already).
+            if lib.MKL_Set_Interface_Layer(_INTERFACE_LP64) != _INTERFACE_LP64:
+                return None
+            if "MKL_THREADING_LAYER" not in os.environ:
+                # GNU OpenMP, the runtime PyTorch's wheel uses, not MKL's default Intel one: with
+                # both runtimes in a process (tensorgrad beside torch, imported in either order)
+                # Intel-threaded MKL sometimes returns wrong products (a (1024, 2048) @ (2048, 1)
+                # came out doubled, test_mkl_blas.py). Without libgomp, one thread. Threads
+                # come from MKL_NUM_THREADS / OMP_NUM_THREADS, as for any MKL program.
+                lib.MKL_Set_Threading_Layer(_THREADING_GNU if _gnu_openmp()
+                                            else _THREADING_SEQUENTIAL)
+            _bind(lib)
+        except AttributeError:  # an MKL too old for the batched call (before 2020): not ours
+            return None
+        # GNU OpenMP's thread pool does not survive fork: a child's first threaded GEMM after
+        # the parent ran one hangs. So a forked child (DataLoader workers, multiprocessing)
+        # runs MKL on one thread, as PyTorch's DataLoader workers run torch.
+        os.register_at_fork(after_in_child=lambda lib=lib: lib.MKL_Set_Num_Threads(1))
+        return lib
+    return None
+
+
+def _gnu_openmp():
+    """Whether GNU OpenMP (libgomp) is in this process already or can be loaded."""
+    try:
+        ctypes.CDLL("libgomp.so.1")
+        return True
+    except OSError:
+        return hasattr(ctypes.CDLL(None), "GOMP_parallel")  # PyTorch's own copy, say
+
+
+def _bind(lib):
+    p, i = ctypes.c_void_p, ctypes.c_int
+    for dtype, prefix, scalar in ((_FLOAT32, "s", ctypes.c_float),
+                                  (_FLOAT64, "d", ctypes.c_double)):
+        gemm = getattr(lib, f"cblas_{prefix}gemm")
+        # layout, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc
+        gemm.argtypes = [i, i, i, i, i, i, scalar, p, i, p, i, scalar, p, i]
+        gemm.restype = None
+        batch = getattr(lib, f"cblas_{prefix}gemm_batch_strided")
+        # the same with each operand's batch stride after its leading dimension, then the count
+        batch.argtypes = [i, i, i, i, i, i, scalar, p, i, i, p, i, i, scalar, p, i, i, i]
+        batch.restype = None
+        _gemm[dtype] = (gemm, batch, scalar)
+
+
+def library():
+    """The loaded libmkl_rt, or None (TENSORGRAD_BLAS=numpy, or MKL not installed)."""
+    global _lib
+    if _lib is ...:
+        _lib = None if os.environ.get("TENSORGRAD_BLAS") == "numpy" else _open()
+    return _lib
+
+
+def name():
+    """Which BLAS runs the CPU backend's float matrix products, in words (loads MKL if present):
+    e.g. "MKL 2026.2 (ctypes, 1 thread)" or "NumPy's scipy-openblas 0.3.31.188.0"."""
+    lib = library()
+    if lib is None:
+        try:
+            blas = numpy.show_config(mode="dicts")["Build Dependencies"]["blas"]
+            which = f"NumPy's {blas['name']} {blas.get('version', '')}".strip()
+        except (TypeError, KeyError):  # NumPy before 1.26 cannot report it as a dict
+            which = "NumPy's BLAS"
+        return which + (" (TENSORGRAD_BLAS=numpy)"
+                        if os.environ.get("TENSORGRAD_BLAS") == "numpy" else "")
+    text = ctypes.create_string_buffer(256)
+    lib.MKL_Get_Version_String(text, len(text))
+    # "Intel(R) oneAPI Math Kernel Library Version 2026.2-Product Build 20260915 for ..."
+    version = text.value.decode().partition(" Version ")[2].split("-")[0].split(" ")[0]
+    threads = lib.MKL_Get_Max_Threads()
+    return f"MKL {version} (ctypes, {threads} thread{'s' * (threads != 1)})"
+
+
+def _matrix(shape, strides, itemsize):
+    """(transpose flag, leading dimension) that describe a matrix to BLAS, or None.
+
+    `shape`/`strides` are the last two dims (strides in bytes). Row-major: unit column stride,
+    leading dimension = row stride. Column-major (a transposed view): unit row stride, passed
+    as its row-major transpose with the TRANS flag. A dim of length 1 has no meaningful stride,
+    so any legal leading dimension serves.
+    """
+    (rows, cols), (row_stride, col_stride) = shape, strides
+    if row_stride % itemsize or col_stride % itemsize:
+        return None
+    row_stride, col_stride = row_stride // itemsize, col_stride // itemsize
+    if col_stride == 1 or cols == 1:
+        ld = row_stride if rows > 1 else cols
+        if cols <= ld <= _INT_MAX:
+            return _NO_TRANS, ld
+    if row_stride == 1 or rows == 1:
+        ld = col_stride if cols > 1 else rows
+        if rows <= ld <= _INT_MAX:
+            return _TRANS, ld
+    return None
+
+
+def _batch_stride(batch, shape, strides, itemsize):
+    """The one stride (in elements) that steps through an operand's matrices in the order of the
+    flattened broadcast batch shape `batch`, or None when its batch dims do not fold into one.
+
+    `shape`/`strides` are the operand's own batch dims (strides in bytes), right-aligned against
+    `batch`; a missing or broadcast dim steps by 0, so a matrix shared by the whole batch has
+    stride 0 (MKL accepts it). Mixed broadcasting, (B, 1) against (1, H), does not fold.
+    """
+    pad = len(batch) - len(shape)
+    strides = (0,) * pad + tuple(s if size > 1 else 0 for size, s in zip(shape, strides))
+    stride, step = None, 1  # step: how many flattened batch entries one index of this dim spans
+    for size, s in zip(reversed(batch), reversed(strides)):
+        if size > 1:
+            if stride is None and s >= 0 and s % (step * itemsize) == 0:
+                stride = s // (step * itemsize)
+            if s != (stride or 0) * step * itemsize or stride is None:
+                return None
+        step *= size
+    stride = stride or 0
+    # MKL works out each matrix's offset in MKL_INT: the last one must fit a C int too.
+    return stride if stride * max(step - 1, 0) <= _INT_MAX else None
+
+
+def matmul(a, b):
+    """a @ b through MKL for float32/float64 arrays of two or more dims, or None (the caller then
+    runs NumPy's matmul): see the module docstring for what it takes."""
+    if a.ndim < 2 or b.ndim < 2:
+        return None
+    *lead, m, k = a.shape
+    n = b.shape[-1]
+    # Small products leave first, cheaply (decoding runs many). max(...) is the count of
+    # multiply-adds, batch * m * n * k, with either operand's batch; 0 when one is empty.
+    if max(a.size * n, b.size * m) < MIN_WORK:
+        return None
+    dtype = a.dtype
+    if (b.dtype != dtype or dtype not in (_FLOAT32, _FLOAT64) or type(a) is not numpy.ndarray
+            or type(b) is not numpy.ndarray or b.shape[-2] != k or a.size == 0 or b.size == 0
+            or max(m, n, k) > _INT_MAX or library() is None):
+        return None
+    itemsize = dtype.itemsize
+    if b.ndim == 2 and lead and (k == 1 or a.strides[-1] == itemsize):
+        # A stack of rows times one matrix (a Linear layer on (B, T, C)): one 2-D GEMM over all
+        # the rows when a's leading dims and its rows step evenly (then the reshape is a view).
+        if _batch_stride(a.shape[:-1], a.shape[:-1], a.strides[:-1], itemsize):
+            out = matmul(a.reshape(-1, k), b)
+            return None if out is None else out.reshape(a.shape[:-1] + (n,))
+    layout_a = _matrix(a.shape[-2:], a.strides[-2:], itemsize)
+    layout_b = _matrix(b.shape[-2:], b.strides[-2:], itemsize)
+    if layout_a is None or layout_b is None or not (a.flags.aligned and b.flags.aligned):
+        return None
+    (trans_a, lda), (trans_b, ldb) = layout_a, layout_b
+    gemm, gemm_batch, scalar = _gemm[dtype]
+    if a.ndim == 2 and b.ndim == 2:
+        out = numpy.empty((m, n), dtype)
+        gemm(_ROW_MAJOR, trans_a, trans_b, m, n, k, scalar(1.0), a.ctypes.data, lda,
+             b.ctypes.data, ldb, scalar(0.0), out.ctypes.data, n)
+        return out
+    try:
+        batch = numpy.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        return None  # NumPy raises its own error for batch dims that do not broadcast
+    stride_a = _batch_stride(batch, a.shape[:-2], a.strides[:-2], itemsize)
+    stride_b = _batch_stride(batch, b.shape[:-2], b.strides[:-2], itemsize)
+    count = math.prod(batch)
+    if stride_a is None or stride_b is None or count * m * n > _INT_MAX:
+        return None
+    out = numpy.empty(batch + (m, n), dtype)
+    gemm_batch(_ROW_MAJOR, trans_a, trans_b, m, n, k, scalar(1.0), a.ctypes.data, lda, stride_a,
+               b.ctypes.data, ldb, stride_b, scalar(0.0), out.ctypes.data, n, m * n, count)
+    return out

@@ -1,0 +1,285 @@
+"""MKL's GEMM under the CPU backend's matmul (tensorgrad/backend/mkl_blas.py): the same products
+as NumPy's matmul for every layout it takes, None for what it does not, gradients unchanged, the
+TENSORGRAD_BLAS=numpy switch, and a fork after a threaded GEMM."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tensorgrad as tg
+from tensorgrad.backend import get_backend, mkl_blas
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+needs_mkl = pytest.mark.skipif(
+    mkl_blas.library() is None,
+    reason="MKL not loaded: libmkl_rt not found (pip install tensorgrad[mkl]) or "
+           "TENSORGRAD_BLAS=numpy")
+
+
+@pytest.fixture
+def every_size(monkeypatch):
+    """Let MKL take the small products these tests use (it normally leaves them to NumPy)."""
+    monkeypatch.setattr(mkl_blas, "MIN_WORK", 0)
+
+
+def _run(code, **env):
+    """Run `code` in a fresh interpreter from the repository root, with TENSORGRAD_BLAS as
+    given in `env` (else unset, whatever this process has); its stdout."""
+    inherited = {k: v for k, v in os.environ.items() if k != "TENSORGRAD_BLAS"}
+    environment = dict(inherited, PYTHONPATH=ROOT, **env)
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=environment,
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+# --- layouts --------------------------------------------------------------------------------------
+def _laid_out(array, layout):
+    """The same values as `array` (..., r, c) in another memory layout."""
+    if layout == "C":
+        return array
+    if layout == "F":  # each matrix column-major: a transposed view of its transpose
+        return np.ascontiguousarray(array.swapaxes(-1, -2)).swapaxes(-1, -2)
+    if layout == "padded":  # rows further apart than their length: a slice of a wider array
+        wide = np.zeros(array.shape[:-1] + (array.shape[-1] + 3,), array.dtype)
+        wide[..., :array.shape[-1]] = array
+        return wide[..., :array.shape[-1]]
+    if layout == "F padded":
+        wide = np.zeros(array.shape[:-2] + (array.shape[-1], array.shape[-2] + 5), array.dtype)
+        wide[..., :array.shape[-2]] = array.swapaxes(-1, -2)
+        return wide[..., :array.shape[-2]].swapaxes(-1, -2)
+    raise ValueError(layout)
+
+
+LAYOUTS = ("C", "F", "padded", "F padded")
+
+
+def _operands(rng, a_shape, b_shape, dtype, layout_a="C", layout_b="C"):
+    a = rng.standard_normal(a_shape).astype(dtype)
+    b = rng.standard_normal(b_shape).astype(dtype)
+    return _laid_out(a, layout_a), _laid_out(b, layout_b)
+
+
+def _check(a, b):
+    """MKL's product equals NumPy's: float64 to round-off, float32 within float32's round-off of
+    the exact product (bounded by k * eps * |a| @ |b|)."""
+    ours = mkl_blas.matmul(a, b)
+    assert ours is not None, f"MKL declined {a.shape} {a.strides} @ {b.shape} {b.strides}"
+    exact = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    assert ours.dtype == a.dtype and ours.shape == exact.shape
+    bound = a.shape[-1] * np.finfo(a.dtype).eps * np.matmul(np.abs(a).astype(np.float64),
+                                                            np.abs(b).astype(np.float64))
+    assert np.all(np.abs(ours - exact) <= bound + np.finfo(a.dtype).tiny)
+    assert ours.flags.c_contiguous
+
+
+@needs_mkl
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout_a", LAYOUTS)
+@pytest.mark.parametrize("layout_b", LAYOUTS)
+def test_2d_every_layout(every_size, dtype, layout_a, layout_b):
+    rng = np.random.default_rng(0)
+    for m, k, n in ((7, 5, 3), (1, 9, 4), (6, 8, 1), (1, 1, 1), (33, 17, 65)):
+        _check(*_operands(rng, (m, k), (k, n), dtype, layout_a, layout_b))
+
+
+@needs_mkl
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout_a", LAYOUTS)
+@pytest.mark.parametrize("layout_b", LAYOUTS)
+def test_batched_and_broadcast(every_size, dtype, layout_a, layout_b):
+    rng = np.random.default_rng(1)
+    for a_shape, b_shape in (((3, 5, 4), (3, 4, 6)), ((2, 3, 5, 4), (2, 3, 4, 6)),
+                             ((2, 3, 5, 4), (4, 6)),         # N-D @ 2-D
+                             ((4, 6), (2, 3, 6, 5)),         # 2-D @ N-D: a is shared
+                             ((2, 3, 5, 4), (1, 1, 4, 6)),   # size-1 batch dims broadcast
+                             ((5, 1, 4), (5, 4, 1)), ((2, 1, 4), (2, 4, 7))):
+        _check(*_operands(rng, a_shape, b_shape, dtype, layout_a, layout_b))
+
+
+@needs_mkl
+def test_stride_zero_broadcast_and_transposed_batches(every_size):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((6, 5, 4)).astype(np.float32)
+    shared = np.broadcast_to(rng.standard_normal((4, 3)).astype(np.float32), (6, 4, 3))
+    _check(a, shared)  # batch stride 0, read-only
+    k = rng.standard_normal((2, 3, 7, 4)).astype(np.float32)  # attention's q @ k^T
+    q = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
+    _check(q, k.swapaxes(-1, -2))
+    heads_first = rng.standard_normal((3, 2, 5, 4)).astype(np.float32).transpose(1, 0, 2, 3)
+    assert mkl_blas.matmul(heads_first, k) is None  # batch dims permuted: no one batch stride
+    folded = rng.standard_normal((4, 6, 5)).astype(np.float32).transpose(1, 0, 2)  # (6, 4, 5)
+    _check(folded, rng.standard_normal((5, 3)).astype(np.float32))  # rows do not fold: batched
+    _check(folded.swapaxes(-1, -2).copy().swapaxes(-1, -2),  # column-major rows: batched
+           rng.standard_normal((5, 3)).astype(np.float32))
+
+
+@needs_mkl
+def test_large_k_and_one_row_one_column():
+    rng = np.random.default_rng(3)
+    _check(*_operands(rng, (3, 200_000), (200_000, 2), np.float32))
+    _check(*_operands(rng, (1, 2048), (2048, 1024), np.float32, "C", "F"))  # a Linear's one row
+    _check(*_operands(rng, (1024, 2048), (2048, 1), np.float32))
+
+
+def _unaligned(shape):
+    raw = np.zeros(int(np.prod(shape)) * 4 + 1, np.uint8)
+    return np.frombuffer(raw.data, np.float32, count=int(np.prod(shape)), offset=1).reshape(shape)
+
+
+class _Subclass(np.ndarray):
+    """An ndarray subclass: its own __array_ufunc__ or methods may matter, so MKL leaves it."""
+
+
+@needs_mkl
+@pytest.mark.parametrize("case", [
+    "1-D", "complex", "int", "float16", "mixed dtypes", "odd strides", "negative strides",
+    "zero-size", "misaligned", "mixed broadcast", "subclass", "small"])
+def test_what_it_declines(monkeypatch, case):
+    """None, so that NumPy's matmul runs (and gives its own result or error)."""
+    if case != "small":
+        monkeypatch.setattr(mkl_blas, "MIN_WORK", 0)
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((4, 6)).astype(np.float32)
+    b = rng.standard_normal((6, 5)).astype(np.float32)
+    operands = {
+        "1-D": (a[0], b), "complex": (a.astype(np.complex64), b.astype(np.complex64)),
+        "int": (a.astype(np.int32), b.astype(np.int32)),
+        "float16": (a.astype(np.float16), b.astype(np.float16)),
+        "mixed dtypes": (a, b.astype(np.float64)),
+        "odd strides": (rng.standard_normal((4, 12)).astype(np.float32)[:, ::2], b),
+        "negative strides": (a[::-1], b), "zero-size": (a[:0], b),
+        "misaligned": (_unaligned((4, 6)), b),
+        "mixed broadcast": (rng.standard_normal((2, 1, 4, 6)).astype(np.float32),
+                            rng.standard_normal((1, 3, 6, 5)).astype(np.float32)),
+        "subclass": (a.view(_Subclass), b), "small": (a, b)}[case]
+    assert mkl_blas.matmul(*operands) is None
+    assert get_backend("cpu").matmul(*operands).shape == np.matmul(*operands).shape
+
+
+def test_dimensions_must_fit_a_c_int():
+    assert mkl_blas._matrix((3, 4), (4 * 2**31, 4), 4) is None  # leading dimension 2^31
+    assert mkl_blas._matrix((3, 4), (16, 4), 4) == (mkl_blas._NO_TRANS, 4)
+    assert mkl_blas._matrix((3, 4), (4, 12), 4) == (mkl_blas._TRANS, 3)
+    assert mkl_blas._batch_stride((3,), (3,), (4 * 2**30,), 4) is None  # last matrix past 2^31
+    assert mkl_blas._batch_stride((2, 3), (2, 3), (48, 16), 4) == 4
+    assert mkl_blas._batch_stride((2, 3), (3,), (16,), 4) is None  # broadcast over the outer dim
+
+
+# --- through the backend and autograd -------------------------------------------------------------
+@needs_mkl
+def test_backend_matmul_with_the_few_rows_turn():
+    """The backend's matmul on MKL: plain products, and a few rows times a transposed weight
+    (turned round, then MKL) as NumPy gives them."""
+    rng = np.random.default_rng(5)
+    backend = get_backend("cpu")
+    for m in (1, 4, 8, 16, 48, 64):
+        x, weight = _operands(rng, (m, 1024), (2048, 1024), np.float32)
+        np.testing.assert_allclose(backend.matmul(x, weight.T), x @ weight.T, rtol=1e-4, atol=1e-3)
+    a, b = _operands(rng, (8, 64, 128), (8, 128, 96), np.float32, "F", "C")
+    np.testing.assert_allclose(backend.matmul(a, b), a @ b, rtol=1e-4, atol=1e-4)
+
+
+@needs_mkl
+def test_gradients_through_linear_and_matmul_unchanged(monkeypatch):
+    def grads():
+        rng = np.random.default_rng(6)
+        x = tg.tensor(rng.standard_normal((4, 64, 128)).astype(np.float32), requires_grad=True)
+        w = tg.tensor(rng.standard_normal((384, 128)).astype(np.float32), requires_grad=True)
+        k = tg.tensor(rng.standard_normal((4, 96, 384)).astype(np.float32), requires_grad=True)
+        h = tg.nn.functional.linear(x, w)  # (4, 64, 384)
+        (h @ k.mT).square().sum().backward()  # (4, 64, 384) @ (4, 384, 96)
+        return x.grad.numpy(), w.grad.numpy(), k.grad.numpy()
+
+    with_mkl = grads()
+    monkeypatch.setattr(mkl_blas, "_lib", None)  # as with TENSORGRAD_BLAS=numpy
+    without = grads()
+    for ours, theirs in zip(with_mkl, without):
+        np.testing.assert_allclose(ours, theirs, rtol=2e-4, atol=1e-3 * np.abs(theirs).max())
+
+
+# --- the switch, the name, threads and fork -------------------------------------------------------
+def test_tensorgrad_blas_numpy_turns_it_off():
+    probe = """
+        import numpy as np
+        from tensorgrad.backend import mkl_blas
+        a = np.ones((512, 512), np.float32)
+        print(mkl_blas.name())
+        print(mkl_blas.matmul(a, a) is None)
+        print(any("libmkl_rt" in line for line in open("/proc/self/maps")))
+    """
+    default = _run(probe).split("\n")
+    if not default[0].startswith("MKL"):
+        pytest.skip(f"MKL is not installed here ({default[0]})")
+    assert default[1:3] == ["False", "True"]
+    name, declined, loaded = _run(probe, TENSORGRAD_BLAS="numpy").split("\n")[:3]
+    assert name.startswith("NumPy's") and "TENSORGRAD_BLAS=numpy" in name
+    assert (declined, loaded) == ("True", "False")
+
+
+def test_import_does_not_load_mkl():
+    assert _run("""
+        import tensorgrad
+        x = tensorgrad.ones(3, 3, dtype="int64") @ tensorgrad.ones(3, 3, dtype="int64")
+        print(any("libmkl" in line for line in open("/proc/self/maps")))
+    """).strip() == "False"
+
+
+@needs_mkl
+def test_thread_count_from_the_environment():
+    assert _run("""
+        from tensorgrad.backend import mkl_blas
+        print(mkl_blas.name())
+    """, MKL_NUM_THREADS="2").strip().endswith("(ctypes, 2 threads)")
+
+
+@needs_mkl
+@pytest.mark.parametrize("torch_first", [True, False])
+def test_threaded_products_right_beside_torch(torch_first):
+    """PyTorch's wheel brings GNU OpenMP; MKL threaded by Intel's runtime in the same process
+    gave wrong products now and then (this shape, doubled). Both import orders, two threads."""
+    pytest.importorskip("torch")
+    out = _run(f"""
+        import numpy as np
+        if {torch_first}:
+            import torch
+            torch.ones(4, 4) @ torch.ones(4, 4)
+        from tensorgrad.backend import mkl_blas
+        mkl_blas.library()
+        import torch
+        torch.ones(4, 4) @ torch.ones(4, 4)
+        rng = np.random.default_rng(3)
+        worst = 0.0
+        for m, k, n in [(1024, 2048, 1)] * 30 + [(2048, 128, 384), (384, 2048, 128)] * 3:
+            a = rng.standard_normal((m, k)).astype(np.float32)
+            b = rng.standard_normal((k, n)).astype(np.float32)
+            exact = a.astype(np.float64) @ b
+            worst = max(worst, float(np.abs(mkl_blas.matmul(a, b) - exact).max()))
+        print(mkl_blas.name(), worst)
+    """, MKL_NUM_THREADS="2")
+    name, worst = out.rsplit(" ", 1)
+    assert name.endswith("2 threads)") and float(worst) < 1e-2
+
+
+@needs_mkl
+def test_fork_after_a_threaded_gemm():
+    """Worker processes forked after a two-thread GEMM (what a DataLoader with workers does) run
+    their own GEMMs and finish: GNU OpenMP would hang in them, so they run MKL on one thread."""
+    out = _run("""
+        import multiprocessing
+        import numpy as np
+        from tensorgrad.backend import get_backend
+
+        def product(seed):
+            a = np.random.default_rng(seed).standard_normal((256, 256)).astype(np.float32)
+            return float(np.abs(get_backend("cpu").matmul(a, a.T) - a @ a.T).max())
+
+        if __name__ == "__main__":
+            product(0)
+            with multiprocessing.get_context("fork").Pool(2) as pool:
+                print(max(pool.map_async(product, range(4)).get(timeout=120)) < 1e-3)
+    """, MKL_NUM_THREADS="2")
+    assert out.strip() == "True"
