@@ -24,6 +24,8 @@ import sys
 
 import numpy
 
+from . import threads
+
 # CBLAS's enum values, and MKL's for its layer switches (mkl_service.h).
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 _THREADING_SEQUENTIAL, _THREADING_GNU = 1, 3
@@ -110,6 +112,11 @@ def library():
     global _lib
     if _lib is ...:
         _lib = None if os.environ.get("TENSORGRAD_BLAS") == "numpy" else _open()
+        if _lib is not None:
+            # set_num_threads and the threads of tiled attention must reach MKL too; under GNU
+            # OpenMP its thread count is per thread, so the pool's threads set their own
+            threads.libraries_changed()
+            threads.on_pool_threads(lambda lib=_lib: lib.MKL_Set_Num_Threads_Local(1))
     return _lib
 
 

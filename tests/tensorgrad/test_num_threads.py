@@ -123,3 +123,16 @@ def test_pool_threads_run_their_setup_before_their_work(restore_threads, monkeyp
     threads.map_matrices(lambda i: seen.append(threading.get_ident() in ready),
                          [(i, ()) for i in range(4)])
     assert seen == [True] * 4
+
+
+def test_mkl_is_one_thread_in_the_pool_threads(restore_threads):
+    from tensorgrad.backend import mkl_blas
+    lib = mkl_blas.library()
+    if lib is None:
+        pytest.skip("MKL is not installed (pip install tensorgrad[mkl]) or TENSORGRAD_BLAS=numpy")
+    tg.set_num_threads(2)
+    assert lib.MKL_Get_Max_Threads() == 2
+    inside = []
+    threads.map_matrices(lambda i: inside.append(lib.MKL_Get_Max_Threads()), [(0, ()), (1, ())])
+    assert inside == [1, 1]
+    assert lib.MKL_Get_Max_Threads() == 2
