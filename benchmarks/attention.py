@@ -108,7 +108,10 @@ def step_for(name, T):
 def worker(name, T, quick):
     """Measure one implementation at one length; print a JSON line."""
     from benchmarks.timing import FULL, QUICK, current_rss_mb, measure, peak_rss_mb, reset_peak_rss
-    step_for(name, 16)()  # first calls allocate thread pools and caches: keep them out of the peak
+    # First calls load libraries (MKL's kernels: 14 MiB at the first big product), start thread
+    # pools and fill caches: a length past one tile, with products big enough to reach MKL, keeps
+    # them out of the peak below
+    step_for(name, 640)()
     step = step_for(name, T)
     before = current_rss_mb()
     reset_peak_rss()  # the high-water mark restarts here: what follows is this step's peak
