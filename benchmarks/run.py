@@ -218,8 +218,14 @@ def ratio(ours, theirs):
     the ratio of the medians."""
     pairs = list(zip(ours.get("round_medians", ()), theirs.get("round_medians", ())))
     if len(pairs) > 1 and len(pairs) == len(ours["round_medians"]):
-        return statistics.median(a / b for a, b in pairs)
-    return ours["median"] / theirs["median"]
+        ratios = [_divide(a, b) for a, b in pairs]
+        return math.nan if any(map(math.isnan, ratios)) else statistics.median(ratios)
+    return _divide(ours["median"], theirs["median"])
+
+
+def _divide(a, b):
+    # a memory growth can be 0 MiB (the step fit in pages the process had): no ratio then
+    return a / b if b else math.nan
 
 
 def _judge(figures, other, relation, bound):

@@ -202,6 +202,10 @@ def test_ratios_pair_the_rounds():
     theirs = {"median": 10, "round_medians": [10, 10, 30]}
     assert run.ratio(ours, theirs) == 1.0
     assert run.ratio({"median": 30}, {"median": 10}) == 3.0  # one round: the medians
+    # a growth of 0 MiB has no ratio (it was a ZeroDivisionError that lost the whole report)
+    assert math.isnan(run.ratio({"median": 5}, {"median": 0.0}))
+    assert math.isnan(run.ratio({"round_medians": [4, 5], "median": 4.5},
+                                {"round_medians": [2, 0.0], "median": 1}))
 
 
 def test_bad_workload_name_is_a_clear_error():
