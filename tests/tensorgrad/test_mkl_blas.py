@@ -76,27 +76,26 @@ def _check(a, b):
     assert ours.flags.c_contiguous
 
 
+SHAPES = {
+    "2-D": [((m, k), (k, n)) for m, k, n in
+            ((7, 5, 3), (1, 9, 4), (6, 8, 1), (1, 1, 1), (33, 17, 65))],
+    "batched and broadcast": [
+        ((3, 5, 4), (3, 4, 6)), ((2, 3, 5, 4), (2, 3, 4, 6)),
+        ((2, 3, 5, 4), (4, 6)),         # N-D @ 2-D
+        ((4, 6), (2, 3, 6, 5)),         # 2-D @ N-D: a is shared
+        ((2, 3, 5, 4), (1, 1, 4, 6)),   # size-1 batch dims broadcast
+        ((5, 1, 4), (5, 4, 1)), ((2, 1, 4), (2, 4, 7))],
+}
+
+
 @needs_mkl
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("layout_a", LAYOUTS)
 @pytest.mark.parametrize("layout_b", LAYOUTS)
-def test_2d_every_layout(every_size, dtype, layout_a, layout_b):
+@pytest.mark.parametrize("kind", sorted(SHAPES))
+def test_every_layout(every_size, dtype, layout_a, layout_b, kind):
     rng = np.random.default_rng(0)
-    for m, k, n in ((7, 5, 3), (1, 9, 4), (6, 8, 1), (1, 1, 1), (33, 17, 65)):
-        _check(*_operands(rng, (m, k), (k, n), dtype, layout_a, layout_b))
-
-
-@needs_mkl
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("layout_a", LAYOUTS)
-@pytest.mark.parametrize("layout_b", LAYOUTS)
-def test_batched_and_broadcast(every_size, dtype, layout_a, layout_b):
-    rng = np.random.default_rng(1)
-    for a_shape, b_shape in (((3, 5, 4), (3, 4, 6)), ((2, 3, 5, 4), (2, 3, 4, 6)),
-                             ((2, 3, 5, 4), (4, 6)),         # N-D @ 2-D
-                             ((4, 6), (2, 3, 6, 5)),         # 2-D @ N-D: a is shared
-                             ((2, 3, 5, 4), (1, 1, 4, 6)),   # size-1 batch dims broadcast
-                             ((5, 1, 4), (5, 4, 1)), ((2, 1, 4), (2, 4, 7))):
+    for a_shape, b_shape in SHAPES[kind]:
         _check(*_operands(rng, a_shape, b_shape, dtype, layout_a, layout_b))
 
 
