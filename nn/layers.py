@@ -155,8 +155,8 @@ class Dropout(Module):
         # nothing: skip entering the module (13 of the 53 module calls per GPT-mini token:
         # generate).
         if len(args) == 1 and not kwargs and not (self.training and self.p) \
-                and not self._forward_hooks:
-            return args[0]
+                and not self._forward_hooks and type(self).forward is Dropout.forward:
+            return args[0]  # (a subclass with its own forward is called as usual)
         return super().__call__(*args, **kwargs)
 
     def forward(self, x):

@@ -157,3 +157,13 @@ def test_extra_reprs():
     assert repr(nn.LayerNorm(4)) == "LayerNorm((4,), eps=1e-05, elementwise_affine=True)"
     assert repr(nn.Dropout(0.1)) == "Dropout(p=0.1)"
     assert repr(nn.Softmax(dim=1)) == "Softmax(dim=1)"
+
+
+def test_a_dropout_subclass_with_its_own_forward_is_still_called_in_eval():
+    class Scaled(nn.Dropout):
+        def forward(self, x):
+            return super().forward(x) * 2.0
+
+    layer = Scaled(0.5).eval()
+    x = tg.ones(3)
+    np.testing.assert_array_equal(layer(x).numpy(), [2.0, 2.0, 2.0])
