@@ -4,11 +4,12 @@ of tensorgrad's own that runs on several of them.
 PyTorch's CPU kernels split their work across an intra-op thread pool; here the BLAS has its own
 threads, and every other array call runs on the calling thread. That suits large products, and
 fails where an op is a loop of small ones: the tiled attention path works one (T, E) matrix and
-one block at a time, products of 256 x 64 x 512 that a second BLAS thread barely speeds up, and
-its exponentials and compiled loops run on one core whatever the BLAS does. So that loop runs
-its independent matrices (batch x heads) on a pool of threads instead, each with a
-single-threaded BLAS: NumPy's array calls and the Numba kernels release the GIL, so the threads
-run side by side (benchmarks/: attention T=4096 at --threads 2).
+one block at a time, products of 256 x 64 x 512 that a second BLAS thread speeds up by a third,
+and its exponentials and compiled loops run on one core whatever the BLAS does. So that loop
+runs its independent matrices (batch x heads) on a pool of threads instead, each with a
+single-threaded BLAS: NumPy's array calls, the BLAS and the Numba kernels release the GIL, so
+the threads run side by side (benchmarks/: attention T=4096 at --threads 2, 1.3x faster than
+one thread; benchmarks/README.md has the figures and what is not yet understood).
 
 The count starts from OMP_NUM_THREADS, as PyTorch's does, else the CPUs this process may run on.
 `set_num_threads(n)` sets it and the BLAS libraries' (through threadpoolctl, which finds
@@ -32,7 +33,8 @@ def _forget_pool():
     _pool = None
 
 
-os.register_at_fork(after_in_child=_forget_pool)
+if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _from_environment():
