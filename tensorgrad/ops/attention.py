@@ -111,12 +111,24 @@ def _masked_scores(xp, q_rows, k, bias, mask, causal, rows, cols):
     return s
 
 
-def _subtract_rows(xp, kernels, s, top):
-    """s -= top, a (r, c) block of scores shifted by its rows' (r, 1) max or log-sum-exp."""
+def _exp_block(xp, kernels, s, top):
+    """An online-softmax step over a (r, c) block of scores, in place: raises the rows' running
+    max `top` (r, 1) to cover the block and sets s = exp(s - new max). Returns the new max."""
     if kernels is not None:
-        kernels.subtract_rows_(s, top)
-    else:
-        s -= top
+        return kernels.exp_block_(s, top)
+    new_top = xp.maximum(top, s.max(axis=-1, keepdims=True))
+    s -= new_top
+    xp.exp(s, out=s)
+    return new_top
+
+
+def _exp_shifted(xp, kernels, s, shift):
+    """s = exp(s - shift) in place: a (r, c) block of probabilities rebuilt from its rows'
+    (r, 1) log-sum-exps."""
+    if kernels is not None:
+        return kernels.exp_shifted_(s, shift)
+    s -= shift
+    return xp.exp(s, out=s)
 
 
 def _softmax_(xp, s, masked):
@@ -189,9 +201,7 @@ def _tiled(xp, q, k, v, bias, mask, causal, scale):
             acc = xp.zeros((rows.stop - rows.start, ev + 1), q.dtype)  # [P V | rowsum P]
             for cols in _spans(_visible(tk, rows, causal), KEY_TILE):
                 s = _masked_scores(xp, q_rows, ki, bias_i, mask_i, causal, rows, cols)
-                new_top = xp.maximum(top, s.max(axis=-1, keepdims=True))
-                _subtract_rows(xp, kernels, s, new_top)
-                xp.exp(s, out=s)
+                new_top = _exp_block(xp, kernels, s, top)
                 acc *= xp.exp(top - new_top)
                 acc += xp.matmul(s, v_ones[cols])  # (r, c) @ (c, Ev + 1)
                 top = new_top
@@ -299,8 +309,7 @@ def _attention_vjp(ctx, g):
                                max(tk, 1)):
                 if tiled:  # (r, c)
                     p = _masked_scores(xp, q_rows, ki, bias_i, mask_i, causal, rows, cols)
-                    _subtract_rows(xp, kernels, p, extra[rows])
-                    xp.exp(p, out=p)
+                    _exp_shifted(xp, kernels, p, extra[rows])
                 else:
                     p = extra  # one block: the whole matrix (read only: backward may run twice)
                 drop = None if dropout is None else _tile(dropout, rows, cols)

@@ -166,20 +166,55 @@ def test_adam_steps_are_the_same_on_both_paths(optimizer, dtype, monkeypatch):
     ((1, 2, 6, 4), (1, 2, 3, 4)),  # more queries than keys: top-left causal
     ((1, 2, 4, 4), (1, 2, 9, 4)),  # more keys than queries
 ])
-def test_attention_softmax_kernels_match_the_array_code(shapes, causal, tiled, monkeypatch):
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_attention_softmax_kernels_match_the_array_code(shapes, causal, tiled, dtype,
+                                                        monkeypatch):
     if tiled:  # blocks of 2 queries x 3 keys: the online softmax across blocks, forward and VJP
         from tensorgrad.ops import attention
         monkeypatch.setattr(attention, "TILE", 2)
         monkeypatch.setattr(attention, "KEY_TILE", 3)
     rng = np.random.default_rng(5)
-    q, k = (rng.standard_normal(s) for s in shapes)
-    v = rng.standard_normal(shapes[1][:-1] + (3,))
-    probe = rng.standard_normal(shapes[0][:-1] + (3,))
+    q, k = (rng.standard_normal(s).astype(dtype) for s in shapes)
+    v = rng.standard_normal(shapes[1][:-1] + (3,)).astype(dtype)
+    probe = rng.standard_normal(shapes[0][:-1] + (3,)).astype(dtype)
     fused, plain = _both_paths(
         lambda q, k, v: tg.scaled_dot_product_attention(q, k, v, is_causal=causal),
         [q, k, v], probe, monkeypatch)
+    tolerance = 1e-12 if dtype == np.float64 else 2e-6  # float32: the kernels' own exp
     for a, e in zip(fused, plain):
-        np.testing.assert_allclose(a, e, rtol=1e-12, atol=1e-12)
+        assert a.dtype == dtype
+        np.testing.assert_allclose(a, e, rtol=tolerance, atol=tolerance)
+
+
+def test_compiled_exp_is_within_an_ulp_of_the_true_exp():
+    import math
+
+    import numba
+
+    from tensorgrad.backend.kernels.exp import exp
+
+    @numba.njit
+    def exp_all(x):
+        out = np.empty_like(x)
+        for i in range(x.size):
+            out[i] = exp(x[i])
+        return out
+
+    # every float32 from far below the smallest normal result to past the largest finite one
+    x = np.linspace(-100, 100, 2_000_001, dtype=np.float32)
+    got, true = exp_all(x), np.exp(x.astype(np.float64))
+    assert got.dtype == np.float32
+    normal = (true >= np.finfo(np.float32).tiny) & (true <= np.finfo(np.float32).max)
+    ulp = np.spacing(true[normal].astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(got[normal] - true[normal]) / ulp) < 1.5
+    assert np.all(got[true < np.finfo(np.float32).tiny] < np.finfo(np.float32).tiny)
+    assert np.all(np.isinf(got[true > np.finfo(np.float32).max]))
+    edges = np.array([-np.inf, np.inf, np.nan, 0, 88.72, -87.3], np.float32)
+    np.testing.assert_array_equal(exp_all(edges)[:4], [0, np.inf, np.nan, 1])
+    assert np.isfinite(exp_all(edges)[4]) and exp_all(edges)[5] > 0
+    # float64 keeps the C library's exp
+    x64 = np.linspace(-700, 700, 10_001)
+    np.testing.assert_array_equal(exp_all(x64), [math.exp(v) for v in x64])
 
 
 def test_an_unusable_numba_falls_back_to_the_array_code(monkeypatch):

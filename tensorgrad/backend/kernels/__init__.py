@@ -11,8 +11,8 @@ tests/tensorgrad/test_kernels.py runs both paths against each other. Only float3
 arrays are handled (`supports`).
 """
 from .activation import gelu_erf, gelu_erf_backward, gelu_tanh, gelu_tanh_backward  # noqa: F401
-from .attention import (hide_future_, softmax_rows, softmax_rows_backward,  # noqa: F401
-                        subtract_rows_)
+from .attention import (exp_block_, exp_shifted_, hide_future_, softmax_rows,  # noqa: F401
+                        softmax_rows_backward)
 from .index import scatter_add_rows  # noqa: F401
 from .jit import DTYPES
 from .norm import norm_rows, norm_rows_backward  # noqa: F401
