@@ -59,8 +59,11 @@ def set_num_threads(n):
     """Use n threads on the CPU: the BLAS's and tensorgrad's own parallel loop
     (torch.set_num_threads)."""
     global _threads
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"set_num_threads: expected a positive int, got {n!r}")
+    # RuntimeError, as torch raises for both
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise RuntimeError(f"set_num_threads: expected an int, got {type(n).__name__} {n!r}")
+    if n < 1:
+        raise RuntimeError(f"set_num_threads: expected a positive int, got {n}")
     with _lock:
         _threads = n
         _blas().limit(limits=n, user_api="blas")

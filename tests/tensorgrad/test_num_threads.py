@@ -42,10 +42,14 @@ def test_set_num_threads_reaches_the_blas(restore_threads):
     assert set(_blas_threads().values()) == {2}
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True, None])
-def test_set_num_threads_refuses_what_is_not_a_positive_int(bad, restore_threads):
-    with pytest.raises(ValueError, match="set_num_threads: expected a positive int"):
+@pytest.mark.parametrize("bad, message", [(0, "a positive int, got 0"), (-1, "a positive int"),
+                                          (1.5, "an int, got float"), ("2", "an int, got str"),
+                                          (True, "an int, got bool"), (None, "an int")])
+def test_set_num_threads_refuses_what_is_not_a_positive_int(bad, message, restore_threads):
+    before = tg.get_num_threads()
+    with pytest.raises(RuntimeError, match=f"set_num_threads: expected {message}"):  # as torch
         tg.set_num_threads(bad)
+    assert tg.get_num_threads() == before
 
 
 def test_map_matrices_runs_every_item_and_reraises(restore_threads):
