@@ -186,6 +186,24 @@ def test_attention_softmax_kernels_match_the_array_code(shapes, causal, tiled, d
         np.testing.assert_allclose(a, e, rtol=tolerance, atol=tolerance)
 
 
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NumPy's, on the NaN
+@pytest.mark.parametrize("tiled", [False, True])
+def test_attention_kernels_pass_a_nan_on_as_the_array_code_does(tiled, monkeypatch):
+    if tiled:
+        from tensorgrad.ops import attention
+        monkeypatch.setattr(attention, "TILE", 2)
+        monkeypatch.setattr(attention, "KEY_TILE", 3)
+    q, k, v = (np.random.default_rng(i).standard_normal((1, 2, 6, 4), dtype=np.float32)
+               for i in range(3))
+    k[0, 1, 2, 0] = np.nan  # head 1's key 2: every query from 2 on sees it
+    fused, plain = _both_paths(
+        lambda q, k, v: tg.scaled_dot_product_attention(q, k, v, is_causal=True),
+        [q, k, v], np.ones((1, 2, 6, 4), np.float32), monkeypatch)
+    for a, e in zip(fused, plain):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(e))
+    assert np.isnan(fused[0][0, 1, 2:]).all() and not np.isnan(fused[0][0, 1, :2]).any()
+
+
 def test_compiled_exp_is_within_an_ulp_of_the_true_exp():
     import math
 
