@@ -78,6 +78,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     hooks = _hooks.registry if _hooks.registry and not partial else None
     held = {}  # hooked leaves: id -> [leaf, summed gradient], delivered after the walk
     owned = {id(g.data) for g in grad_outputs}  # arrays a leaf's .grad may not take as its own
+    # Nodes whose gradient so far is an array this walk made (a sum, or a buffer slices' gradients
+    # were added into): until the node's turn, nothing else holds it, so more is added in place.
+    summed = set()
     captured = {} if inputs is not None else None
     wanted = {}
     if inputs is not None:
@@ -117,6 +120,12 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 raise RuntimeError(f"{prim.name} has no gradient rule")
             if node.out_version is not None:  # the output is saved: was it changed since?
                 node.check_out()
+            if prim.accumulate is not None and not create_graph and \
+                    type(node.parents[0]) is Node:
+                _accumulate(node, grad, grads, summed)
+                if not retain_graph:
+                    node.release()
+                continue
             if create_graph and prim.composite is not None:
                 in_grads = _composite_vjp(node, grad)
             else:
@@ -145,9 +154,11 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         grads[key] = g
                     elif create_graph:
                         grads[key] = previous + g
-                    else:  # same shape and dtype by now: add the arrays, skip the op machinery
-                        # (op_overhead fwd+bwd)
+                    elif key in summed:  # same shape and dtype by now: add the arrays in place
+                        previous.data += g.data
+                    else:  # skipping the op machinery (op_overhead fwd+bwd)
                         grads[key] = Tensor._constant(previous.data + g.data, g._backend)
+                        summed.add(key)
                 elif hooks is not None and id(parent) in hooks:
                     _hold(held, parent, g)
                 else:
@@ -165,6 +176,20 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     if captured is not None:
         return [captured.get(i) for i in range(len(inputs))]
     return None
+
+
+def _accumulate(node, grad, grads, summed):
+    """Add a node's gradient for its input 0 into that parent's running sum with the
+    primitive's `accumulate` rule, starting the sum as zeros (or a copy of what arrived
+    before) when this walk does not own it yet."""
+    key = id(node.parents[0])
+    total = grads.get(key)
+    if key not in summed:
+        shape, dtype = node.in_shapes[0], node.in_dtypes[0]
+        data = node.backend.zeros(shape, dtype) if total is None else total.data.copy()
+        total = grads[key] = Tensor._constant(data, node.backend)
+        summed.add(key)
+    node.prim.accumulate(node, grad, total.data)
 
 
 def _composite_vjp(node, grad):

@@ -40,11 +40,21 @@ class Primitive:
         self.differentiable = differentiable
         self.view = view
         self.vjp = None
+        self.accumulate = None
         functools.update_wrapper(self, forward)
 
     def defvjp(self, rule):
         """Register the VJP: rule(ctx, grad_output) -> gradient or tuple of gradients."""
         self.vjp = rule
+        return rule
+
+    def defaccumulate(self, rule):
+        """Register a shortcut for a primitive whose gradient is mostly zeros (a slice's): rule(
+        ctx, grad_output, into) adds the gradient for input 0 into the array `into` in place,
+        where the VJP would return a whole array. The engine uses it, outside create_graph,
+        to sum several slices' gradients into one buffer (benchmarks/: gpt_step, whose q, k
+        and v are slices of one projection)."""
+        self.accumulate = rule
         return rule
 
     def __call__(self, *args, **attrs):

@@ -51,6 +51,15 @@ def _getitem_vjp(ctx, g):
     return _index_add(g, shape=ctx.in_shapes[0], index=ctx.attrs["index"])
 
 
+@_getitem.defaccumulate
+def _getitem_accumulate(ctx, g, into):
+    index = ctx.attrs["index"]
+    if _is_advanced(index):
+        ctx.backend.scatter_add(into, index, g.data)
+    else:
+        into[index] += g.data
+
+
 @primitive("index_add")
 def _index_add(xp, g, shape, index):
     out = xp.zeros(shape, dtype=g.dtype)
