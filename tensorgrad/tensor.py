@@ -326,14 +326,15 @@ class Tensor(InPlaceMethods):
         return _ops.clone(self)
 
     # --- autograd ----------------------------------------------------------------------------
-    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate gradients of this tensor into every leaf's `.grad`.
 
         A non-scalar output needs `gradient` (same shape). The graph's saved tensors are freed
         afterwards unless `retain_graph=True`; `create_graph=True` records the backward itself
-        so the gradients can be differentiated again.
+        so the gradients can be differentiated again. `inputs` (a Tensor or a sequence): only
+        those tensors' `.grad` are accumulated into, as in torch.
         """
-        _autograd.backward(self, gradient, retain_graph, create_graph)
+        _autograd.backward(self, gradient, retain_graph, create_graph, inputs)
 
     # --- operators -----------------------------------------------------------------------------
     def __add__(self, other):

@@ -243,12 +243,41 @@ def _deliver(leaf, grad, captured, wanted, create_graph, owned):
     leaf.grad = Tensor._constant(data, grad._backend)
 
 
-def backward(tensor, gradient=None, retain_graph=None, create_graph=False):
-    """Accumulate d(tensor)/d(leaf) into every leaf's `.grad` (see `Tensor.backward`)."""
-    gradient = _default_grad(tensor, gradient, "backward")
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradients of `tensors` into the leaves' `.grad`, as torch.autograd.backward.
+
+    tensors: a Tensor or a sequence of Tensors; grad_tensors: one gradient per tensor (None, or
+    a None entry, for a single-element tensor: 1). With `inputs` (a Tensor or a sequence), only
+    those tensors' `.grad` receive a gradient, leaves or not; the rest of the graph is left
+    alone. See `Tensor.backward` for retain_graph and create_graph.
+    """
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    if grad_tensors is None or isinstance(grad_tensors, Tensor):
+        grad_tensors = [grad_tensors] * len(tensors)
+    else:
+        grad_tensors = list(grad_tensors)
+    if len(grad_tensors) != len(tensors):
+        raise RuntimeError(f"backward: got {len(grad_tensors)} gradients for {len(tensors)} "
+                           "tensors")
+    grad_tensors = [_default_grad(t, g, "backward") for t, g in zip(tensors, grad_tensors)]
     if retain_graph is None:
         retain_graph = create_graph
-    run_backward([tensor], [gradient], retain_graph, create_graph)
+    if inputs is None:
+        run_backward(tensors, grad_tensors, retain_graph, create_graph)
+        return
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if not inputs:
+        raise RuntimeError("backward: inputs, when given, cannot be empty")
+    for i, t in enumerate(inputs):
+        if not t.requires_grad:
+            raise RuntimeError(f"backward: input {i} (shape {t.shape}) does not require grad")
+    grads = run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
+    owned = {id(g.data) for g in grad_tensors}
+    for t, g in zip(inputs, grads):
+        # an input the tensors do not depend on keeps its .grad; a non-leaf that retains its
+        # gradient has had it stored by the walk already (once, as in torch)
+        if g is not None and not (t._node is not None and _hooks.retains_grad(t)):
+            _deliver(t, g, None, None, create_graph, owned)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
