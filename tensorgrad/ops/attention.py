@@ -260,15 +260,17 @@ def _attention(xp, q, k, v, bias, mask, causal, scale, dropout):
     if _takes_tiles(q, k, dropout):
         return _tiled(xp, q, k, v, bias, mask, causal, scale)
     whole = slice(0, q.shape[-2]), slice(0, k.shape[-2])
-    # With no mask or bias, the backend's fused kernel (if any) applies is_causal itself.
-    kernels = xp.kernels(q, k) if bias is None and mask is None else None
+    kernels = xp.kernels(q, k, bias)
+    masked = bias is not None or mask is not None
+    # With nothing else masked, the backend's fused kernel (if any) applies is_causal itself.
+    kernel_causal = causal and kernels is not None and not masked
     # k^T as a view: the backend lays it out only if the product needs it (one query does not)
     scores = _masked_scores(xp, q * q.dtype.type(scale), k, bias, mask,
-                            causal and kernels is None, *whole)
+                            causal and not kernel_causal, *whole)
     if kernels is not None:
-        p = kernels.softmax_rows(scores, causal)
+        p = kernels.softmax_rows(scores, kernel_causal, masked)
     else:
-        p = _softmax_(xp, scores, bias is not None or mask is not None)
+        p = _softmax_(xp, scores, masked)
     out = xp.matmul(p if dropout is None else p * dropout, v)  # (..., Tq, Tk) @ (..., Tk, Ev)
     return out, p
 

@@ -167,7 +167,8 @@ def test_adam_steps_are_the_same_on_both_paths(optimizer, dtype, monkeypatch):
     ((1, 2, 4, 4), (1, 2, 9, 4)),  # more keys than queries
 ])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_attention_softmax_kernels_match_the_array_code(shapes, causal, tiled, dtype,
+@pytest.mark.parametrize("mask", [None, "bool", "float"])
+def test_attention_softmax_kernels_match_the_array_code(shapes, causal, tiled, dtype, mask,
                                                         monkeypatch):
     if tiled:  # blocks of 2 queries x 3 keys: the online softmax across blocks, forward and VJP
         from tensorgrad.ops import attention
@@ -177,9 +178,18 @@ def test_attention_softmax_kernels_match_the_array_code(shapes, causal, tiled, d
     q, k = (rng.standard_normal(s).astype(dtype) for s in shapes)
     v = rng.standard_normal(shapes[1][:-1] + (3,)).astype(dtype)
     probe = rng.standard_normal(shapes[0][:-1] + (3,)).astype(dtype)
-    fused, plain = _both_paths(
-        lambda q, k, v: tg.scaled_dot_product_attention(q, k, v, is_causal=causal),
-        [q, k, v], probe, monkeypatch)
+    tq, tk = shapes[0][-2], shapes[1][-2]
+    keep = rng.random((tq, tk)) < 0.7
+    keep[0] = False  # query 0 attends to nothing: its row is 0 on both paths
+    inputs = [q, k, v]
+    if mask == "float":  # a bias with -inf where keep is False; it gets a gradient too
+        inputs.append(np.where(keep, rng.standard_normal((tq, tk)), -np.inf).astype(dtype))
+
+    def attend(q, k, v, bias=None):
+        attn_mask = bias if mask == "float" else tg.tensor(keep) if mask == "bool" else None
+        return tg.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=causal)
+
+    fused, plain = _both_paths(attend, inputs, probe, monkeypatch)
     tolerance = 1e-12 if dtype == np.float64 else 2e-6  # float32: the kernels' own exp
     for a, e in zip(fused, plain):
         assert a.dtype == dtype

@@ -14,12 +14,15 @@ from .jit import flat, jit
 # makes six passes over memory; this makes one (gpt_step's (64, 128, 128) causal scores, one
 # thread: 2.2 -> 1.5 ms per layer; three passes with NumPy's exp between two loops took 2.2).
 @jit
-def _softmax_loop(s, queries, causal):
+def _softmax_loop(s, queries, causal, lowest):
     rows, cols = s.shape
     for r in range(rows):
         row = s[r]
         stop = min(cols, r % queries + 1) if causal else cols  # query i sees keys j <= i
         top = _row_max(row, stop)
+        if top == lowest:  # every key removed by a mask: the row attends to nothing
+            row[:] = 0.0
+            continue
         # summed in the rows' own type (this float32 zero widens when they are float64): a
         # float64 sum of float32 values vectorises at half the width
         total = numpy.float32(0.0)
@@ -57,13 +60,17 @@ def _larger(a, b):
     return a if a > b else b
 
 
-def softmax_rows(scores, causal):
+def softmax_rows(scores, causal, masked=False):
     """Row softmax of attention scores (..., Tq, Tk), in place when they are C-contiguous;
-    causal: query i sees keys j <= i (top-left, as is_causal), the others get probability 0."""
+    causal: query i sees keys j <= i (top-left, as is_causal), the others get probability 0.
+    masked: a mask set removed scores to the dtype's lowest value, and a row with nothing
+    else becomes 0 (ops/attention.py's rule for fully masked rows)."""
     queries, keys = scores.shape[-2:]
     rows = flat(scores).reshape(-1, keys)
     if rows.size:
-        _softmax_loop(rows, queries, causal)
+        # a lowest no score equals when nothing was masked (not even -inf, from inf inputs)
+        lowest = numpy.finfo(scores.dtype).min if masked else numpy.nan
+        _softmax_loop(rows, queries, causal, scores.dtype.type(lowest))
     return rows.reshape(scores.shape)
 
 
