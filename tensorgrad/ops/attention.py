@@ -279,16 +279,39 @@ def _attention(xp, q, k, v, bias, mask, causal, scale, dropout):
 def _attention_vjp(ctx, g):
     # With O = P V and P = softmax(S): dV = P^T dO, dP = dO V^T and
     # dS = P * (dP - rowsum(dP * P)), where rowsum(dP * P) = rowsum(dO * O) (FlashAttention's
-    # trick: an (..., Tq) sum over the output, not over the (..., Tq, Tk) matrix). The tiled
-    # path rebuilds each block of P from the scores and the saved row log-sum-exps,
-    # exp(S - lse), one (T, E) matrix and one block at a time; the whole path has P from its
-    # forward and takes the batch in one go. Arrays throughout: the composite covers
-    # create_graph.
+    # trick: an (..., Tq) sum over the output, not over the (..., Tq, Tk) matrix). dQ = dS K
+    # scale and dK = dS^T Q scale. Arrays throughout: the composite covers create_graph.
     q, k, v, bias = (None if t is None else t.data for t in ctx.inputs)
     a, xp = ctx.attrs, ctx.backend
-    needs_q, needs_k, needs_v, needs_bias = ctx.needs_grad
-    g, scale, dropout, mask, causal = g.data, a["scale"], a["dropout"], a["mask"], a["causal"]
-    tiled = _takes_tiles(q, k, dropout)
+    if _takes_tiles(q, k, a["dropout"]):
+        grads = _tiled_vjp(xp, q, k, v, bias, a["mask"], a["causal"], a["scale"], g.data,
+                           ctx.out_data, ctx.extra, ctx.needs_grad)
+    else:
+        grads = _whole_vjp(xp, q, k, v, a["dropout"], a["scale"], g.data, ctx.out_data,
+                           ctx.extra, ctx.needs_grad)
+    return tuple(None if d is None else Tensor._constant(d, xp) for d in grads)
+
+
+def _whole_vjp(xp, q, k, v, dropout, scale, g, out, p, needs):
+    """The whole path's gradients, the batch in one go, from the forward's probabilities p
+    (read only: backward may run twice). Each is one product, returned as it comes (dK and dV
+    as transposed views), not added into zero-filled arrays (benchmarks/: gpt_step)."""
+    needs_q, needs_k, needs_v, needs_bias = needs
+    dv = _transposed_product(xp, p if dropout is None else p * dropout, g) if needs_v else None
+    if not (needs_q or needs_k or needs_bias):
+        return None, None, dv, None
+    delta = (g * out).sum(axis=-1, keepdims=True)  # (..., Tq, 1)
+    ds = _softmax_backward(xp, xp.matmul(g, v.swapaxes(-1, -2)), p, delta, dropout)  # dO V^T
+    dq = xp.matmul(ds, k) * q.dtype.type(scale) if needs_q else None  # (..., Tq, Tk) @ (Tk, E)
+    dk = _transposed_product(xp, ds, q * q.dtype.type(scale)) if needs_k else None
+    return dq, dk, dv, ds if needs_bias else None
+
+
+def _tiled_vjp(xp, q, k, v, bias, mask, causal, scale, g, out, lse, needs):
+    """The tiled path's gradients: each block of P rebuilt from its scores and the rows' saved
+    log-sum-exps, exp(S - lse), one (T, E) matrix and one block at a time, its products added
+    into the gradients."""
+    needs_q, needs_k, needs_v, needs_bias = needs
     tq, tk = q.shape[-2], k.shape[-2]
     batch = g.shape[:-2]
     dq = xp.zeros(batch + q.shape[-2:], q.dtype) if needs_q else None
@@ -297,57 +320,53 @@ def _attention_vjp(ctx, g):
     dbias = xp.zeros(_broadcast_shapes(batch + (tq, tk), bias.shape), bias.dtype) \
         if needs_bias else None
     kernels = xp.kernels(q)
-    arrays = (q, k, v, g, ctx.out_data, bias, mask, ctx.extra, dq, dk, dv, dbias)
-    items = _per_matrix(xp, batch, *arrays) if tiled else [((), arrays)]
 
     # writes its own matrix's gradients only (they have the broadcast batch dims, one per item)
-    def one_matrix(_, qi, ki, vi, gi, oi, bias_i, mask_i, extra, dqi, dki, dvi, dbias_i):
-        for rows in _spans(tq, TILE if tiled else max(tq, 1)):
-            # dK = scale dS^T Q = dS^T (scale Q); dQ is scaled once at the end
-            q_rows = qi[..., rows, :] * q.dtype.type(scale)
-            g_rows = gi[..., rows, :]
-            delta = (g_rows * oi[..., rows, :]).sum(axis=-1, keepdims=True)  # (..., r, 1)
-            for cols in _spans(_visible(tk, rows, causal and tiled), KEY_TILE if tiled else
-                               max(tk, 1)):
-                if tiled:  # (r, c)
-                    p = _masked_scores(xp, q_rows, ki, bias_i, mask_i, causal, rows, cols)
-                    _exp_shifted(xp, kernels, p, extra[rows])
-                else:
-                    p = extra  # one block: the whole matrix (read only: backward may run twice)
-                drop = None if dropout is None else _tile(dropout, rows, cols)
+    def one_matrix(_, qi, ki, vi, gi, oi, bias_i, mask_i, lse_i, dqi, dki, dvi, dbias_i):
+        for rows in _spans(tq, TILE):
+            q_rows = qi[rows] * q.dtype.type(scale)  # (r, E); dQ is scaled once at the end
+            g_rows = gi[rows]
+            delta = (g_rows * oi[rows]).sum(axis=-1, keepdims=True)  # (r, 1)
+            for cols in _spans(_visible(tk, rows, causal), KEY_TILE):
+                p = _masked_scores(xp, q_rows, ki, bias_i, mask_i, causal, rows, cols)  # (r, c)
+                _exp_shifted(xp, kernels, p, lse_i[rows])
                 if needs_v:
-                    _add_transposed_product(xp, dvi[..., cols, :], p if drop is None else p * drop,
-                                            g_rows)  # P^T dO
+                    dvi[cols] += _transposed_product(xp, p, g_rows)  # P^T dO
                 if not (needs_q or needs_k or needs_bias):
                     continue
-                ds = xp.matmul(g_rows, vi[..., cols, :].swapaxes(-1, -2))  # (r, Ev) @ (Ev, c)
-                if kernels is not None and drop is None and ds.shape == p.shape:
-                    ds = kernels.softmax_rows_backward(ds, p, delta)
-                else:
-                    if drop is not None:
-                        ds *= drop
-                    ds -= delta
-                    ds *= p
+                ds = _softmax_backward(xp, xp.matmul(g_rows, vi[cols].T), p, delta, None)
                 if needs_q:
-                    dqi[..., rows, :] += xp.matmul(ds, ki[..., cols, :])  # (r, c) @ (c, E)
+                    dqi[rows] += xp.matmul(ds, ki[cols])  # (r, c) @ (c, E)
                 if needs_k:
-                    _add_transposed_product(xp, dki[..., cols, :], ds, q_rows)  # dS^T (scale Q)
+                    dki[cols] += _transposed_product(xp, ds, q_rows)  # dS^T (scale Q)
                 if needs_bias:
                     dbias_i[..., rows, cols] = ds
-    xp.map_matrices(one_matrix, items)
+    xp.map_matrices(one_matrix, _per_matrix(xp, batch, q, k, v, g, out, bias, mask, lse, dq, dk,
+                                            dv, dbias))
     if dq is not None:
         dq *= q.dtype.type(scale)
-    return tuple(None if d is None else Tensor._constant(d, xp) for d in (dq, dk, dv, dbias))
+    return dq, dk, dv, dbias
 
 
-def _add_transposed_product(xp, target, a, b):
-    """target += a^T b. BLAS reads a 2-D a^T in place (its transpose flag), and the result adds
-    to the target row by row; a batched product would copy a stack of a^T, so there
-    (b^T a)^T is formed, whose transposed operand is the smaller b (benchmarks/: attention)."""
+def _softmax_backward(xp, dp, p, delta, dropout):
+    """dS = P * (dP * dropout - delta), in place over dP (..., r, c); delta (..., r, 1)."""
+    kernels = xp.kernels(dp)
+    if kernels is not None and dropout is None and dp.shape == p.shape:
+        return kernels.softmax_rows_backward(dp, p, delta)
+    if dropout is not None:
+        dp *= dropout
+    dp -= delta
+    dp *= p
+    return dp
+
+
+def _transposed_product(xp, a, b):
+    """a^T b. BLAS reads a 2-D a^T in place (its transpose flag); a batched product would copy
+    a stack of a^T, so there (b^T a)^T is formed, whose transposed operand is the smaller b, and
+    returned as that transposed view (benchmarks/: attention)."""
     if a.ndim == 2:
-        target += xp.matmul(a.T, b)  # (c, r) @ (r, E)
-    else:
-        target += xp.matmul(b.swapaxes(-1, -2), a).swapaxes(-1, -2)  # (E, r) @ (r, c)
+        return xp.matmul(a.T, b)  # (c, r) @ (r, E)
+    return xp.matmul(b.swapaxes(-1, -2), a).swapaxes(-1, -2)  # (E, r) @ (r, c), transposed
 
 
 def _probabilities(q, k, bias, mask, causal, scale, rows, cols):
