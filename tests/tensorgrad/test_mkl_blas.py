@@ -282,3 +282,23 @@ def test_fork_after_a_threaded_gemm():
                 print(max(pool.map_async(product, range(4)).get(timeout=120)) < 1e-3)
     """, MKL_NUM_THREADS="2")
     assert out.strip() == "True"
+
+
+@needs_mkl
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_thread_count_set_before_mkl_loads_reaches_it(count):
+    """set_num_threads before the first float product (which loads MKL) still sets MKL's
+    threads, whatever MKL would have taken from the machine."""
+    code = f"""
+        import tensorgrad as tg
+        from tensorgrad.backend import mkl_blas
+        tg.set_num_threads({count})
+        print(mkl_blas.library().MKL_Get_Max_Threads(), tg.get_num_threads())
+    """
+    unset = {k: v for k, v in os.environ.items()
+             if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TENSORGRAD_BLAS")}
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=dict(
+        unset, PYTHONPATH=ROOT), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(count), str(count)]
+
