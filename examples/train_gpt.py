@@ -97,7 +97,7 @@ def main(argv=None):
         text = python_stdlib_corpus(args.corpus_chars)
         source = "the Python standard library"
     tokenizer = load_tokenizer(tok_path) if resuming else CharTokenizer.from_text(text)
-    if lead:
+    if lead and not resuming:  # a resumed run's other ranks are reading it
         tokenizer.save(tok_path)
     ids = tg.tensor(tokenizer.encode(text), dtype=tg.int64, device=args.device)
     split = int(len(ids) * (1 - args.val_fraction))

@@ -213,8 +213,16 @@ def load_tokenizer(path):
 
 
 def _write_json(path, spec):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(spec, f, ensure_ascii=False)
+    # Written beside the destination and renamed over it: a reader (another rank of a resumed
+    # run) or a crash mid-write sees the old file or the new one, never an empty one.
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(temporary, "w", encoding="utf-8") as f:
+            json.dump(spec, f, ensure_ascii=False)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
 
 
 class WordPieceTokenizer(Tokenizer):

@@ -24,6 +24,16 @@ def test_char_round_trip_and_save_load(tmp_path):
     assert isinstance(again, CharTokenizer) and again.encode(TEXT) == ids
 
 
+def test_a_failed_save_leaves_the_old_file_whole(tmp_path, monkeypatch):
+    path = tmp_path / "tok.json"
+    CharTokenizer.from_text("abc").save(path)
+    monkeypatch.setattr(json, "dump", lambda *args, **kwargs: 1 / 0)  # dies mid-write
+    with pytest.raises(ZeroDivisionError):
+        CharTokenizer.from_text("xyz").save(path)
+    assert load_tokenizer(path).decode([0, 1, 2]) == "abc"
+    assert [p.name for p in tmp_path.iterdir()] == ["tok.json"]  # no temporary left
+
+
 def test_char_errors_name_the_problem():
     tok = CharTokenizer.from_text("abc")
     with pytest.raises(ValueError, match=r"CharTokenizer.encode: characters \['z'\]"):
