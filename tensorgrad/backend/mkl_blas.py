@@ -114,10 +114,11 @@ def library():
         _lib = None if os.environ.get("TENSORGRAD_BLAS") == "numpy" else _open()
         if _lib is not None:
             # set_num_threads and the threads of tiled attention must reach MKL too: it starts
-            # with the count set before it loaded (else two threads after set_num_threads(1),
+            # with a count set before it loaded (else two threads after set_num_threads(1),
             # and 30x slower attention on a busy machine), and under GNU OpenMP its count is per
             # thread, so the pool's threads set their own
-            _lib.MKL_Set_Num_Threads(threads.get_num_threads())
+            if threads.chosen_num_threads() is not None:
+                _lib.MKL_Set_Num_Threads(threads.chosen_num_threads())
             threads.libraries_changed()
             threads.on_pool_threads(lambda lib=_lib: lib.MKL_Set_Num_Threads_Local(1))
     return _lib

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 _lock = threading.Lock()
 _threads = None  # set by set_num_threads, else read from the environment on first use
+_set_by_user = False  # whether set_num_threads chose _threads (a library loaded later takes it)
 _pool = None  # (size, ThreadPoolExecutor), made on the first parallel map
 _controller = None  # threadpoolctl's handle on the BLAS libraries, made when first needed
 _pool_thread_setup = []  # what a pool thread sets for itself before its work (on_pool_threads)
@@ -58,15 +59,21 @@ def get_num_threads():
 def set_num_threads(n):
     """Use n threads on the CPU: the BLAS's and tensorgrad's own parallel loop
     (torch.set_num_threads)."""
-    global _threads
+    global _threads, _set_by_user
     # RuntimeError, as torch raises for both
     if isinstance(n, bool) or not isinstance(n, int):
         raise RuntimeError(f"set_num_threads: expected an int, got {type(n).__name__} {n!r}")
     if n < 1:
         raise RuntimeError(f"set_num_threads: expected a positive int, got {n}")
     with _lock:
-        _threads = n
+        _threads, _set_by_user = n, True
         _blas().limit(limits=n, user_api="blas")
+
+
+def chosen_num_threads():
+    """The count set_num_threads chose, or None when none was set (a BLAS then keeps what its
+    own environment variables say)."""
+    return _threads if _set_by_user else None
 
 
 def _blas():
