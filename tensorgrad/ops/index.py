@@ -15,6 +15,7 @@ def array_index(index, like):
     drives both the gather (forward) and the scatter-add (gradient).
     """
     items = index if isinstance(index, tuple) else (index,)
+    _check_steps(items)
     if _BASIC.issuperset(map(type, items)):  # slicing only: nothing to convert
         return items
     out = []
@@ -35,6 +36,16 @@ def array_index(index, like):
                                  f"got {item.dtype}")
         out.append(item)
     return tuple(out)
+
+
+def _check_steps(items):
+    """PyTorch's tensors have no negative strides, so a slice with a step below 1 is an error
+    there; NumPy would reverse instead. Refused here too, so that code written against
+    tensorgrad runs under torch."""
+    for item in items:
+        if type(item) is slice and item.step is not None and item.step <= 0:
+            raise ValueError(f"indexing: slice step must be greater than zero, got {item.step} "
+                             "(as in PyTorch; flip() reverses a dim)")
 
 
 def _is_advanced(index):
@@ -81,6 +92,7 @@ def getitem(x, index):
     if _BASIC.issuperset(map(type, items)):
         # Slicing only (KV-cache views, split, logits[:, -1]): nothing to convert, and a view,
         # so in-place writes to x show through it; tested once (decoding, per token).
+        _check_steps(items)
         try:
             out = _getitem(x, index=items)
         except IndexError as exc:

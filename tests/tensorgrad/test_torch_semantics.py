@@ -186,3 +186,15 @@ def test_scatter_add_reads_the_leading_block_of_a_larger_src():
         ours = tg.tensor(x).scatter_add(dim, tg.tensor(index), tg.tensor(src))
         theirs = torch.tensor(x).scatter_add(dim, torch.tensor(index), torch.tensor(src))
         np.testing.assert_array_equal(np.asarray(ours), theirs.numpy())
+
+
+@pytest.mark.parametrize("index", [(slice(None, None, -1),), (0, slice(None, None, -2)),
+                                   ([0, 1], slice(None, None, -1)), (slice(None, None, 0),)])
+def test_a_slice_step_below_one_is_an_error_as_in_torch(index):
+    for lib in (tg, torch):
+        x = lib.zeros(2, 3)
+        with pytest.raises(ValueError, match="step"):
+            x[index]
+        with pytest.raises(ValueError, match="step"):
+            x[index] = 1.0
+    np.testing.assert_array_equal(tg.arange(4).flip(0).numpy(), [3, 2, 1, 0])  # the way to reverse
