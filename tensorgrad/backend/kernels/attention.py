@@ -1,6 +1,6 @@
-"""Compiled twins of the row softmax inside tensorgrad/ops/attention.py (the whole-matrix path
-with no mask or bias), of the tiled path's online-softmax steps and of the softmax part of its VJP
-(benchmarks/: attention, gpt_step)."""
+"""Compiled twins of the row softmax inside tensorgrad/ops/attention.py (the whole-matrix path),
+of the tiled path's online-softmax steps and of the softmax part of its VJP (benchmarks/:
+attention, gpt_step)."""
 import numpy
 
 from .exp import exp
@@ -12,7 +12,7 @@ from .jit import flat, jit
 # in L1: its max (over the keys a causal query may see), exp of the shifted scores and their sum,
 # then the division; the hidden keys get 0. The array code (mask, max, subtract, exp, sum, scale)
 # makes six passes over memory; this makes one (gpt_step's (64, 128, 128) causal scores, one
-# thread: 2.2 -> 1.5 ms per layer; three passes with NumPy's exp between two loops took 2.2).
+# thread: 1.2 ms a layer, where three passes with NumPy's exp between two loops took 2.2).
 @jit
 def _softmax_loop(s, queries, causal, lowest):
     rows, cols = s.shape
