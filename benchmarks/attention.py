@@ -63,17 +63,25 @@ def _tensorgrad_products(T):
     xp = tg.randn(1)._backend
 
     def step():
+        # as the tiled path does: products into reused block buffers or added into their targets
+        s_buffer, ds_buffer = (xp.empty(attention.TILE * attention.KEY_TILE, q.dtype)
+                               for _ in range(2))
+        out, dq, dk, dv = (xp.zeros((T, HEAD_DIM), q.dtype) for _ in range(4))
         for _ in range(B * HEADS):
             for rows in attention._spans(T, attention.TILE):
                 for cols in attention._spans(attention._visible(T, rows, True),
                                              attention.KEY_TILE):
-                    s = xp.matmul(q[rows], k[cols].T)  # forward: S = Q K^T
-                    xp.matmul(s, v[cols])  # P V
-                    p = xp.matmul(q[rows], k[cols].T)  # backward: S again, then
-                    xp.matmul(p.T, g[rows])  # dV = P^T dO
-                    ds = xp.matmul(g[rows], v[cols].T)  # dP = dO V^T
-                    xp.matmul(ds, k[cols])  # dQ = dS K
-                    xp.matmul(ds.T, q[rows])  # dK = dS^T Q
+                    block = (rows.stop - rows.start, cols.stop - cols.start)
+                    s = xp.matmul_into(q[rows], k[cols].T,  # forward: S = Q K^T
+                                       attention._block_of(s_buffer, *block))
+                    xp.matmul_into(s, v[cols], out[rows], accumulate=True)  # P V
+                    p = xp.matmul_into(q[rows], k[cols].T,  # backward: S again, then
+                                       attention._block_of(s_buffer, *block))
+                    xp.matmul_into(p.T, g[rows], dv[cols], accumulate=True)  # dV = P^T dO
+                    ds = xp.matmul_into(g[rows], v[cols].T,  # dP = dO V^T
+                                        attention._block_of(ds_buffer, *block))
+                    xp.matmul_into(ds, k[cols], dq[rows], accumulate=True)  # dQ = dS K
+                    xp.matmul_into(ds.T, q[rows], dk[cols], accumulate=True)  # dK = dS^T Q
     return step
 
 

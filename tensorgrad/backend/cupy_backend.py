@@ -67,6 +67,14 @@ class CupyBackend:
         for i, arrays in items:
             fn(i, *arrays)
 
+    def matmul_into(self, a, b, out, accumulate=False):
+        """out = a @ b, or out += a @ b with `accumulate` (the NumPy backend's, which see)."""
+        if accumulate:
+            out += self.xp.matmul(a, b)
+        else:
+            self.xp.matmul(a, b, out=out)
+        return out
+
     def __repr__(self):
         return f"CupyBackend({self.device})"
 

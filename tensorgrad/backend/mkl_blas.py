@@ -237,3 +237,30 @@ def matmul(a, b):
     gemm_batch(_ROW_MAJOR, trans_a, trans_b, m, n, k, scalar(1.0), a.ctypes.data, lda, stride_a,
                b.ctypes.data, ldb, stride_b, scalar(0.0), out.ctypes.data, n, m * n, count)
     return out
+
+
+def gemm_into(a, b, out, accumulate):
+    """out = a @ b, or out += a @ b with `accumulate` (BLAS's beta = 1), for 2-D float arrays,
+    written into `out` (row-major, unit column stride): whether MKL took it (else the caller
+    runs NumPy). A loop of block products reuses one output this way, with no fresh array and
+    no separate add pass per product (benchmarks/: attention T=4096)."""
+    m, k = a.shape
+    n = b.shape[1]
+    dtype = a.dtype
+    if (m * n * k < MIN_WORK or b.dtype != dtype or out.dtype != dtype
+            or dtype not in (_FLOAT32, _FLOAT64) or b.shape[0] != k or out.shape != (m, n)
+            or library() is None):
+        return False
+    itemsize = dtype.itemsize
+    layout_a = _matrix(a.shape, a.strides, itemsize)
+    layout_b = _matrix(b.shape, b.strides, itemsize)
+    layout_out = _matrix(out.shape, out.strides, itemsize)
+    if (layout_a is None or layout_b is None or layout_out is None or layout_out[0] != _NO_TRANS
+            or not (a.flags.aligned and b.flags.aligned and out.flags.aligned)):
+        return False
+    (trans_a, lda), (trans_b, ldb) = layout_a, layout_b
+    gemm, _, scalar = _gemm[dtype]
+    gemm(_ROW_MAJOR, trans_a, trans_b, m, n, k, scalar(1.0), a.ctypes.data, lda, b.ctypes.data,
+         ldb, scalar(1.0 if accumulate else 0.0), out.ctypes.data, layout_out[1])
+    return True
+

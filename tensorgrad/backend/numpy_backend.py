@@ -168,6 +168,18 @@ class NumpyBackend:
             a, b = _row_major(a), _row_major(b)
         return numpy.matmul(a, b)
 
+    def matmul_into(self, a, b, out, accumulate=False):
+        """out = a @ b, or out += a @ b with `accumulate`, for 2-D a and b, written into `out`
+        (a row-major (m, n) array that shares no memory with them): a loop of block products
+        reuses one buffer instead of a fresh array (and an add pass) per product. MKL's GEMM
+        writes (or adds) into it directly; else NumPy."""
+        if not mkl_blas.gemm_into(a, b, out, accumulate):
+            if accumulate:
+                out += numpy.matmul(a, b)
+            else:
+                numpy.matmul(a, b, out=out)
+        return out
+
     def blas_name(self):
         """Which BLAS runs float matmul, e.g. "MKL 2026.2 (ctypes, 1 thread)" (in benchmarks)."""
         return mkl_blas.name()

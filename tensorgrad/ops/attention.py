@@ -86,12 +86,16 @@ def _future(xp, rows, cols, first=0):
 
 
 # --- the primitive, on arrays ------------------------------------------------------------------
-def _masked_scores(xp, q_rows, k, bias, mask, causal, rows, cols):
+def _masked_scores(xp, q_rows, k, bias, mask, causal, rows, cols, buffer=None):
     """q k^T + bias for the query `rows` (q_rows: those rows of q, already scaled) and key
     `cols`, removed scores set to the dtype's lowest finite value (so is an additive -inf: one
-    rule then finds fully masked rows). A fresh (..., rows, cols) array, free to be
-    overwritten."""
-    s = xp.matmul(q_rows, k[..., cols, :].swapaxes(-1, -2))  # (r, E) @ (E, c)
+    rule then finds fully masked rows). A (..., rows, cols) array free to be overwritten: a
+    fresh one, or with `buffer` (the tiled path's, 2-D) the product written into its start."""
+    k_t = k[..., cols, :].swapaxes(-1, -2)  # (E, c)
+    if buffer is None:
+        s = xp.matmul(q_rows, k_t)  # (r, E) @ (E, c)
+    else:
+        s = xp.matmul_into(q_rows, k_t, _block_of(buffer, q_rows.shape[0], k_t.shape[1]))
     lowest = xp.finfo(q_rows.dtype).min
     if bias is not None:
         s = s + xp.maximum(_tile(bias, rows, cols), lowest)
@@ -109,6 +113,11 @@ def _masked_scores(xp, q_rows, k, bias, mask, causal, rows, cols):
         else:
             xp.copyto(s[..., first:], lowest, where=_future(xp, rows, cols, first))
     return s
+
+
+def _block_of(buffer, rows, cols):
+    """A C-contiguous (rows, cols) array over the start of a flat buffer (one block's scores)."""
+    return buffer[:rows * cols].reshape(rows, cols)
 
 
 def _exp_block(xp, kernels, s, top):
@@ -195,15 +204,18 @@ def _tiled(xp, q, k, v, bias, mask, causal, scale):
         # P's row sums come out of its product with V as one more column, P [V | 1]: a sliver
         # of the GEMM instead of a pass over P (benchmarks/: attention T=4096)
         v_ones = xp.concatenate([vi, xp.ones((tk, 1), v.dtype)], axis=-1)  # (Tk, Ev + 1)
+        # one block's scores at a time in one buffer, and the products written or added into
+        # their targets: no fresh array, nor an add pass, per product (benchmarks/: attention)
+        buffer = xp.empty(TILE * KEY_TILE, q.dtype)
         for rows in _spans(tq, TILE):
             q_rows = qi[rows] * q.dtype.type(scale)  # (r, E)
             top = xp.full((rows.stop - rows.start, 1), lowest, q.dtype)  # the rows' running max
             acc = xp.zeros((rows.stop - rows.start, ev + 1), q.dtype)  # [P V | rowsum P]
             for cols in _spans(_visible(tk, rows, causal), KEY_TILE):
-                s = _masked_scores(xp, q_rows, ki, bias_i, mask_i, causal, rows, cols)
+                s = _masked_scores(xp, q_rows, ki, bias_i, mask_i, causal, rows, cols, buffer)
                 new_top = _exp_block(xp, kernels, s, top)
                 acc *= xp.exp(top - new_top)
-                acc += xp.matmul(s, v_ones[cols])  # (r, c) @ (c, Ev + 1)
+                xp.matmul_into(s, v_ones[cols], acc, accumulate=True)  # (r, c) @ (c, Ev + 1)
                 top = new_top
             total = acc[:, ev:]
             rows_out = acc[:, :ev]
@@ -323,22 +335,25 @@ def _tiled_vjp(xp, q, k, v, bias, mask, causal, scale, g, out, lse, needs):
 
     # writes its own matrix's gradients only (they have the broadcast batch dims, one per item)
     def one_matrix(_, qi, ki, vi, gi, oi, bias_i, mask_i, lse_i, dqi, dki, dvi, dbias_i):
+        p_buffer, ds_buffer = xp.empty(TILE * KEY_TILE, q.dtype), xp.empty(TILE * KEY_TILE, q.dtype)
         for rows in _spans(tq, TILE):
             q_rows = qi[rows] * q.dtype.type(scale)  # (r, E); dQ is scaled once at the end
             g_rows = gi[rows]
             delta = (g_rows * oi[rows]).sum(axis=-1, keepdims=True)  # (r, 1)
             for cols in _spans(_visible(tk, rows, causal), KEY_TILE):
-                p = _masked_scores(xp, q_rows, ki, bias_i, mask_i, causal, rows, cols)  # (r, c)
+                p = _masked_scores(xp, q_rows, ki, bias_i, mask_i, causal, rows, cols,
+                                   p_buffer)  # (r, c)
                 _exp_shifted(xp, kernels, p, lse_i[rows])
                 if needs_v:
-                    dvi[cols] += _transposed_product(xp, p, g_rows)  # P^T dO
+                    xp.matmul_into(p.T, g_rows, dvi[cols], accumulate=True)  # P^T dO
                 if not (needs_q or needs_k or needs_bias):
                     continue
-                ds = _softmax_backward(xp, xp.matmul(g_rows, vi[cols].T), p, delta, None)
+                dp = xp.matmul_into(g_rows, vi[cols].T, _block_of(ds_buffer, *p.shape))  # dO V^T
+                ds = _softmax_backward(xp, dp, p, delta, None)
                 if needs_q:
-                    dqi[rows] += xp.matmul(ds, ki[cols])  # (r, c) @ (c, E)
+                    xp.matmul_into(ds, ki[cols], dqi[rows], accumulate=True)  # (r, c) @ (c, E)
                 if needs_k:
-                    dki[cols] += _transposed_product(xp, ds, q_rows)  # dS^T (scale Q)
+                    xp.matmul_into(ds.T, q_rows, dki[cols], accumulate=True)  # dS^T (scale Q)
                 if needs_bias:
                     dbias_i[..., rows, cols] = ds
     xp.map_matrices(one_matrix, _per_matrix(xp, batch, q, k, v, g, out, bias, mask, lse, dq, dk,
