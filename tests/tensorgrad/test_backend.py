@@ -150,6 +150,33 @@ def test_matmul_layouts_give_numpys_products(device, a_shape, b_shape, b_transpo
     np.testing.assert_allclose(backend.to_host(out), np.matmul(a, b), rtol=1e-12, atol=1e-12)
 
 
+def test_cpu_matmul_routes_each_product(monkeypatch):
+    """Which way the CPU backend's matmul sends a 2-D product: small ones straight to NumPy
+    (MKL is not asked), a few float32 rows times a transposed weight turned round, large ones
+    offered to MKL first; each gives NumPy's values."""
+    from tensorgrad.backend import mkl_blas, numpy_backend
+    backend = backends.get_backend("cpu")
+    asked, gemms = [], []  # the first operand's shape of each call to MKL / to the GEMM
+    monkeypatch.setattr(mkl_blas, "matmul", lambda a, b: asked.append(a.shape) and None)
+    real_one_gemm = numpy_backend._one_gemm
+    monkeypatch.setattr(numpy_backend, "_one_gemm",
+                        lambda a, b: gemms.append(a.shape) or real_one_gemm(a, b))
+    rng = np.random.default_rng(1)
+    weight = rng.standard_normal((384, 128)).astype(np.float32)
+    for rows, dtype, expect_turn in ((1, np.float32, False), (8, np.float32, True),
+                                     (16, np.float32, True), (48, np.float32, True),
+                                     (64, np.float32, False), (8, np.float64, False)):
+        asked.clear(), gemms.clear()
+        x = rng.standard_normal((rows, 128)).astype(dtype)
+        w = weight.astype(dtype)
+        np.testing.assert_allclose(backend.matmul(x, w.T), x @ w.T, rtol=1e-5, atol=1e-4)
+        first = (384, 128) if expect_turn else (rows, 128)
+        assert gemms == [first], (rows, dtype)
+        # MKL is asked only from its size threshold on (48 and 64 rows); smaller products go
+        # to NumPy at once
+        assert asked == ([first] if rows * 128 * 384 >= mkl_blas.MIN_WORK else []), (rows, dtype)
+
+
 def test_cupy_backend_arrays_live_on_the_gpu(device):
     if device == "cpu":
         pytest.skip("cupy backend: runs on the cuda device only")
