@@ -158,6 +158,7 @@ def test_adam_steps_are_the_same_on_both_paths(optimizer, dtype, monkeypatch):
     np.testing.assert_allclose(*trajectories, rtol=tolerance, atol=tolerance)
 
 
+@pytest.mark.parametrize("scale", [None, -0.7])  # the kernel scales before the row max
 @pytest.mark.parametrize("tiled", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("shapes", [
@@ -166,7 +167,8 @@ def test_adam_steps_are_the_same_on_both_paths(optimizer, dtype, monkeypatch):
     ((1, 2, 6, 4), (1, 2, 3, 4)),  # more queries than keys: top-left causal
     ((1, 2, 4, 4), (1, 2, 9, 4)),  # more keys than queries
 ])
-def test_attention_softmax_kernels_match_the_array_code(shapes, causal, tiled, monkeypatch):
+def test_attention_softmax_kernels_match_the_array_code(shapes, causal, tiled, scale,
+                                                        monkeypatch):
     if tiled:  # blocks of 2 queries x 3 keys: the online softmax across blocks, forward and VJP
         from tensorgrad.ops import attention
         monkeypatch.setattr(attention, "TILE", 2)
@@ -176,7 +178,7 @@ def test_attention_softmax_kernels_match_the_array_code(shapes, causal, tiled, m
     v = rng.standard_normal(shapes[1][:-1] + (3,))
     probe = rng.standard_normal(shapes[0][:-1] + (3,))
     fused, plain = _both_paths(
-        lambda q, k, v: tg.scaled_dot_product_attention(q, k, v, is_causal=causal),
+        lambda q, k, v: tg.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale),
         [q, k, v], probe, monkeypatch)
     for a, e in zip(fused, plain):
         np.testing.assert_allclose(a, e, rtol=1e-12, atol=1e-12)
