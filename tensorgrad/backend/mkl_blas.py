@@ -195,19 +195,20 @@ def matmul(a, b):
     runs NumPy's matmul): see the module docstring for what it takes."""
     if a.ndim < 2 or b.ndim < 2:
         return None
-    *lead, m, k = a.shape
-    n = b.shape[-1]
-    # Small products leave first, cheaply (decoding runs many). max(...) is the count of
-    # multiply-adds, batch * m * n * k, with either operand's batch; 0 when one is empty.
-    if max(a.size * n, b.size * m) < MIN_WORK:
+    m, n = a.shape[-2], b.shape[-1]
+    # Small products leave first, cheaply (decoding runs many: generate). The larger of the two
+    # is the count of multiply-adds, batch * m * n * k, with either operand's batch; 0 when one
+    # is empty.
+    if a.size * n < MIN_WORK and b.size * m < MIN_WORK:
         return None
+    k = a.shape[-1]
     dtype = a.dtype
     if (b.dtype != dtype or dtype not in (_FLOAT32, _FLOAT64) or type(a) is not numpy.ndarray
             or type(b) is not numpy.ndarray or b.shape[-2] != k or a.size == 0 or b.size == 0
             or max(m, n, k) > _INT_MAX or library() is None):
         return None
     itemsize = dtype.itemsize
-    if b.ndim == 2 and lead and (k == 1 or a.strides[-1] == itemsize):
+    if b.ndim == 2 and a.ndim > 2 and (k == 1 or a.strides[-1] == itemsize):
         # A stack of rows times one matrix (a Linear layer on (B, T, C)): one 2-D GEMM over all
         # the rows when a's leading dims and its rows step evenly (then the reshape is a view).
         if _batch_stride(a.shape[:-1], a.shape[:-1], a.strides[:-1], itemsize):

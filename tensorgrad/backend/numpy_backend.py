@@ -51,6 +51,12 @@ def _row_major(a):
 # to 48 rows (1.2-2x with weights of 2-8 MB, even at GPT-mini's 128 x 384) and loses at 4.
 _FEW_ROWS = (4, 48)
 _FEW_ROWS_MKL = 8
+# Turned round, up to this many rows times a weight at least twice as wide as it is deep and
+# at most this deep (in-features), x^T is laid out row-major first: OpenBLAS's kernel for that
+# layout is 1.3-2.4x faster there (generate B=8: 128 -> 384 20.4 -> 15.1 us, 128 -> 512
+# 25.9 -> 17.8, 256 -> 768 at 4 rows 62 -> 26; interleaved, one thread) and slower elsewhere
+# (512 -> 128 14 -> 19 us, and at 16 rows).
+_ROW_MAJOR_X_T = (8, 256)
 _FLOAT32 = numpy.dtype("float32")
 
 
@@ -66,9 +72,14 @@ def _turns_round(a, b):
 
 
 def _one_gemm(a, b):
-    """a @ b for 2-D operands: MKL's GEMM where it takes them, else NumPy's."""
-    out = mkl_blas.matmul(a, b)
-    return numpy.matmul(a, b) if out is None else out
+    """a @ b for 2-D operands: MKL's GEMM where it takes them, else NumPy's. Products under
+    MKL's size threshold skip its checks (generate: 17 of a decoded token's 25 products, ~2 us
+    each on top of numpy.matmul's 3-6)."""
+    if a.shape[0] * a.shape[1] * b.shape[1] >= mkl_blas.MIN_WORK:
+        out = mkl_blas.matmul(a, b)
+        if out is not None:
+            return out
+    return numpy.matmul(a, b)
 
 
 def load_kernels():
@@ -144,13 +155,20 @@ class NumpyBackend:
         (mkl_blas.py: gpt_step's products 1.08-1.16x faster than on NumPy's OpenBLAS), with
         transposed and batched operands as they are; what it does not take comes here.
         """
-        if a.ndim == 2 and b.ndim == 2 and _turns_round(a, b):
-            # A few rows times a transposed weight (a Linear layer while decoding a batch):
-            # both BLAS libraries are slower at it than at the same product turned round,
-            # (b^T a^T)^T, with b^T's many rows leading (batch-8 decoding on OpenBLAS,
-            # 8 x 128 @ (384 x 128)^T: 48 -> 23 us, one thread). The copy makes the (rows, n)
-            # result row-major again; it is small.
-            return numpy.ascontiguousarray(_one_gemm(b.T, a.T).T)
+        if a.ndim == 2 and b.ndim == 2:
+            rows = a.shape[0]
+            if rows >= _FEW_ROWS[0] and _turns_round(a, b):
+                # A few rows times a transposed weight (a Linear layer while decoding a batch):
+                # both BLAS libraries are slower at it than at the same product turned round,
+                # (b^T a^T)^T, with b^T's many rows leading (batch-8 decoding on OpenBLAS,
+                # 8 x 128 @ (384 x 128)^T: 48 -> 23 us, one thread). The copy makes the (rows, n)
+                # result row-major again; it is small.
+                a_t = a.T
+                if rows <= _ROW_MAJOR_X_T[0] and a.shape[1] <= _ROW_MAJOR_X_T[1] \
+                        and b.shape[1] >= 2 * a.shape[1]:
+                    a_t = numpy.ascontiguousarray(a_t)
+                return numpy.ascontiguousarray(_one_gemm(b.T, a_t).T)
+            return _one_gemm(a, b)
         out = mkl_blas.matmul(a, b)
         if out is not None:
             return out

@@ -249,13 +249,17 @@ def _attention_composite(q, k, v, bias, mask, causal, scale, dropout):
 def _one_query(xp, q, k, v, scale):
     """One query row per matrix with every key visible (decoding with a KV cache): nothing to
     mask or tile, and the scores come as k times the query column, so a matrix-vector product
-    reads the cached keys in place (benchmarks/: generate, 4 calls per GPT-mini token)."""
-    column = (q * q.dtype.type(scale)).reshape(q.shape[:-2] + (q.shape[-1], 1))  # (..., E, 1)
+    reads the cached keys in place; the softmax kernel applies the scale (benchmarks/:
+    generate, 4 calls per GPT-mini token)."""
+    column = q.reshape(q.shape[:-2] + (q.shape[-1], 1))  # (..., E, 1), a view
     scores = xp.matmul(k, column)  # (..., Tk, E) @ (..., E, 1) -> (..., Tk, 1)
     scores = scores.reshape(scores.shape[:-2] + (1, scores.shape[-2]))  # (..., 1, Tk)
     kernels = xp.kernels(scores)
-    p = kernels.softmax_rows(scores, False) if kernels is not None \
-        else _softmax_(xp, scores, False)
+    if kernels is not None:
+        p = kernels.softmax_rows(scores, False, scale=scale)
+    else:
+        scores *= scores.dtype.type(scale)
+        p = _softmax_(xp, scores, False)
     return xp.matmul(p, v), p  # (..., 1, Tk) @ (..., Tk, Ev)
 
 
@@ -462,6 +466,16 @@ def _split_mask(attn_mask):
 
 def _prepare(op, q, k, v, attn_mask, scale, enable_gqa):
     """Check shapes and dtypes; regroup heads for GQA. Returns q, k, v, mask, scale, groups."""
+    if attn_mask is None and isinstance(q, Tensor) and isinstance(k, Tensor) \
+            and isinstance(v, Tensor):
+        # The usual call passes every check below in one read of the shapes and dtypes
+        # (generate: 4 calls per GPT-mini token): float tensors of one dtype, the same batch
+        # and head dims (so no GQA regrouping), matching E and Tk, no mask.
+        qs, ks, vs, dtype = q.data.shape, k.data.shape, v.data.shape, q.data.dtype
+        if len(qs) == len(ks) == len(vs) >= 2 and qs[:-2] == ks[:-2] == vs[:-2] \
+                and qs[-1] == ks[-1] and ks[-2] == vs[-2] and dtype.kind == "f" \
+                and k.data.dtype == dtype and v.data.dtype == dtype:
+            return q, k, v, None, float(1.0 / math.sqrt(qs[-1]) if scale is None else scale), 1
     for name, t in (("query", q), ("key", k), ("value", v)):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: {name} must be a Tensor, got {type(t).__name__}")

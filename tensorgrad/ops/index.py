@@ -227,7 +227,10 @@ def embedding(input, weight, padding_idx=None):
                         f"{getattr(input, 'dtype', type(input).__name__)}")
     count = weight.shape[0]
     data = input.data
-    if data.size and (int(data.min()) < 0 or int(data.max()) >= count):
+    # One reduction checks both ends: seen as unsigned, a negative id is larger than any count
+    # (generate: 2 calls per token, where min and max took two).
+    unsigned = data if data.dtype.kind == "u" else data.view(f"u{data.dtype.itemsize}")
+    if data.size and int(unsigned.max()) >= count:
         raise IndexError(f"embedding: indices must lie in [0, {count}) for a table of shape "
                          f"{weight.shape}; got values in [{int(data.min())}, {int(data.max())}]")
     out = getitem(weight, input)

@@ -158,6 +158,7 @@ def test_adam_steps_are_the_same_on_both_paths(optimizer, dtype, monkeypatch):
     np.testing.assert_allclose(*trajectories, rtol=tolerance, atol=tolerance)
 
 
+@pytest.mark.parametrize("scale", [None, -0.7])  # the kernel scales (before the max if < 0)
 @pytest.mark.parametrize("tiled", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("shapes", [
@@ -169,7 +170,7 @@ def test_adam_steps_are_the_same_on_both_paths(optimizer, dtype, monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("mask", [None, "bool", "float"])
 def test_attention_softmax_kernels_match_the_array_code(shapes, causal, tiled, dtype, mask,
-                                                        monkeypatch):
+                                                        scale, monkeypatch):
     if tiled:  # blocks of 2 queries x 3 keys: the online softmax across blocks, forward and VJP
         from tensorgrad.ops import attention
         monkeypatch.setattr(attention, "TILE", 2)
@@ -187,7 +188,8 @@ def test_attention_softmax_kernels_match_the_array_code(shapes, causal, tiled, d
 
     def attend(q, k, v, bias=None):
         attn_mask = bias if mask == "float" else tg.tensor(keep) if mask == "bool" else None
-        return tg.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=causal)
+        return tg.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=causal,
+                                               scale=scale)
 
     fused, plain = _both_paths(attend, inputs, probe, monkeypatch)
     tolerance = 1e-12 if dtype == np.float64 else 2e-6  # float32: the kernels' own exp

@@ -328,8 +328,16 @@ def test_cuda_request_without_cuda_is_a_clear_error():
     (lambda: tg.ones(2, 3)[5], IndexError, r"getitem: index 5 is out of bounds .*shape \(2, 3\)"),
     (lambda: tg.embedding(tg.tensor([5]), tg.ones(3, 2)), IndexError,
      r"embedding: indices must lie in \[0, 3\) for a table of shape \(3, 2\)"),
+    (lambda: tg.embedding(tg.tensor([1, -1], dtype=tg.int32), tg.ones(3, 2)), IndexError,
+     r"embedding: indices must lie in \[0, 3\) .*got values in \[-1, 1\]"),  # one max, as unsigned
+    (lambda: tg.embedding(tg.tensor([[2], [3]], dtype=tg.uint8), tg.ones(3, 2)), IndexError,
+     r"embedding: indices must lie in \[0, 3\) .*got values in \[2, 3\]"),
     (lambda: tg.layer_norm(tg.ones(2, 3), 4), ValueError,
      r"layer_norm: normalized_shape \(4,\) must equal the last dimensions"),
+    (lambda: tg.layer_norm(tg.ones(2, 3), 3, tg.ones(3), tg.ones(2)), ValueError,
+     r"layer_norm: bias must have shape \(3,\), got \(2,\)"),
+    (lambda: tg.rms_norm(tg.ones(2, 3), 3, tg.ones(1, 3)), ValueError,
+     r"rms_norm: weight must have shape \(3,\), got \(1, 3\)"),
     (lambda: tg.ones(2, 3).expand(4, 3), RuntimeError, r"expand: cannot expand shape \(2, 3\)"),
 ])
 def test_error_messages(make, error, message):

@@ -63,12 +63,15 @@ def norm_rows(x, weight, bias, eps, dims, center):
     """Layer norm (center=True) or RMS norm over the trailing `dims` of x: (y, mean, rstd), the
     statistics shaped as a keepdims reduction over dims (the mean is 0 for RMS norm)."""
     trailing = len(dims)
-    rows = rows_of(x, x.shape[-1] if trailing == 1 else math.prod(x.shape[-trailing:]))
-    y = numpy.empty(rows.shape, x.dtype)
-    stats = numpy.empty((2, rows.shape[0]), x.dtype)  # mean, rstd
-    _norm_loop(rows, _flat_vector(weight), _flat_vector(bias), float(eps), center, y, stats)
-    shape = x.shape[:-trailing] + (1,) * trailing
-    return y.reshape(x.shape), stats[0].reshape(shape), stats[1].reshape(shape)
+    cols = x.shape[-1] if trailing == 1 else math.prod(x.shape[-trailing:])
+    rows = numpy.ascontiguousarray(x).reshape(-1, cols)
+    y = numpy.empty_like(rows)
+    # mean and rstd, made in their final shape: in decoding every call is one row, and each
+    # reshape or view costs as much as the loop over it (generate: 9 calls per token)
+    stats = numpy.empty((2,) + x.shape[:-trailing] + (1,) * trailing, x.dtype)
+    _norm_loop(rows, _flat_vector(weight), _flat_vector(bias), float(eps), center, y,
+               stats.reshape(2, -1))
+    return y.reshape(x.shape), stats[0], stats[1]
 
 
 def _flat_vector(a):
