@@ -3,6 +3,8 @@
 Calling a primitive on Tensors runs its array-level forward and, when a gradient is wanted,
 records a Node that remembers the primitive, its parents and only the tensors its VJP reads.
 """
+import functools
+
 from ..tensor import Tensor, new_tensor
 from .grad_mode import anomaly_threads, check_finite, this_thread, where
 
@@ -43,8 +45,9 @@ class Primitive:
         # What functools.update_wrapper copies, less its update of the instance __dict__: once
         # that dict exists every attribute read on a primitive is a dict lookup, four times a
         # plain one, and __call__ makes several per op (op_overhead fwd).
-        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
-            setattr(self, attr, getattr(forward, attr))
+        for attr in functools.WRAPPER_ASSIGNMENTS:
+            if hasattr(forward, attr):
+                setattr(self, attr, getattr(forward, attr))
         self.__wrapped__ = forward
 
     def defvjp(self, rule):
