@@ -262,3 +262,22 @@ def test_profile_decode_counts_a_tokens_calls_and_restores_them(capsys):
     profile_decode.main(["--quick"])
     out = capsys.readouterr().out
     assert "| LayerNorm(128) | 9 |" in out and "| scaled_dot_product_attention | 4 |" in out
+
+
+def test_op_instructions_child_runs_the_chain_with_gradients():
+    """benchmarks/op_instructions.py's counted code (the part valgrind runs) on its own: a chain
+    with backward leaves the leaf's gradient, the product of the 100 factors."""
+    from benchmarks import op_instructions
+
+    x = op_instructions._child("fwd+bwd", 1)
+    assert x.grad is not None
+    np.testing.assert_allclose(x.grad.numpy(), np.full(16, 1.0001 ** 100), rtol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("shutil").which("valgrind"), reason="needs valgrind")
+def test_op_instructions_counts_under_callgrind():
+    from benchmarks import op_instructions
+
+    count = op_instructions.count("fwd", 200)
+    assert 1_000 < count < 1_000_000  # thousands of instructions an op, not the whole process

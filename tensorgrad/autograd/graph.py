@@ -5,10 +5,8 @@ records a Node that remembers the primitive, its parents and only the tensors it
 """
 import functools
 
-from ..tensor import Tensor
+from ..tensor import Tensor, new_tensor
 from .grad_mode import anomaly_threads, check_finite, this_thread, where
-
-_wrap = Tensor._wrap  # bound once rather than looked up for every output (op_overhead fwd)
 
 PRIMITIVES = {}
 
@@ -34,6 +32,10 @@ class Primitive:
         self.name = name
         self.forward = forward
         self.saves = saves if saves == "all" else tuple(saves)
+        # The usual `saves` names the first k inputs in order: the node takes them as one tuple
+        # slice instead of a loop (op_overhead fwd); None when the indices are anything else.
+        self._saved_slice = (slice(None) if saves == "all" else slice(len(self.saves))
+                             if self.saves == tuple(range(len(self.saves))) else None)
         self.saves_out = saves_out
         self.saves_extra = saves_extra
         self.composite = composite
@@ -41,7 +43,13 @@ class Primitive:
         self.view = view
         self.vjp = None
         self.accumulate = None
-        functools.update_wrapper(self, forward)
+        # What functools.update_wrapper copies, less its update of the instance __dict__: once
+        # that dict exists every attribute read on a primitive is a dict lookup, four times a
+        # plain one, and __call__ makes several per op (op_overhead fwd).
+        for attr in functools.WRAPPER_ASSIGNMENTS:
+            if hasattr(forward, attr):
+                setattr(self, attr, getattr(forward, attr))
+        self.__wrapped__ = forward
 
     def defvjp(self, rule):
         """Register the VJP: rule(ctx, grad_output) -> gradient or tuple of gradients."""
@@ -73,7 +81,8 @@ class Primitive:
                 raise RuntimeError(f"{self.name}: expected all tensors on one device, got {devices}"
                                    f"{where()}")
             datas.append(arg.data)
-            needs_grad = needs_grad or arg.requires_grad
+            if arg.requires_grad:
+                needs_grad = True
         try:
             out = self.forward(backend, *datas, **attrs)
         except (ValueError, TypeError, IndexError) as exc:
@@ -81,26 +90,25 @@ class Primitive:
         extra = None
         if self.saves_extra:
             out, extra = out
-        if not out.shape and backend.isscalar(out):  # NumPy reductions return scalars, not arrays
+        # NumPy reductions return scalars, not arrays (ndim: no shape tuple made, op_overhead fwd)
+        if not out.ndim and backend.isscalar(out):
             out = backend.asarray(out)
         if anomaly_threads[0] and this_thread.switches.anomaly:
             check_finite(out, backend, f"op '{self.name}'{where()} in forward")
         version = args[0]._version if self.view else None
         if not (needs_grad and self.differentiable):
-            return _wrap(out, backend, False, None, version)
+            return new_tensor(Tensor, out, backend, False, None, version)
         mode = this_thread.switches  # this thread's, looked up once per op (op_overhead fwd)
         if not mode.grad_enabled:
-            return _wrap(out, backend, False, None, version)
+            return new_tensor(Tensor, out, backend, False, None, version)
         if self.saves_out:
             # The node keeps the output's version counter, to check it at backward like inputs'.
             if version is None:
                 version = [0]
-            node = Node(self, args, attrs, out, backend, mode.scope, version)
-            node.out_saved_version = version[0]
+            node = Node(self, args, attrs, backend, mode.scope, extra, out, version)
         else:
-            node = Node(self, args, attrs, None, backend, mode.scope, None)
-        node.extra = extra
-        return _wrap(out, backend, True, node, version)
+            node = Node(self, args, attrs, backend, mode.scope, extra, None, None)
+        return new_tensor(Tensor, out, backend, True, node, version)
 
     def __repr__(self):
         return f"<primitive {self.name}>"
@@ -139,14 +147,16 @@ class Node:
                  "in_shapes", "in_dtypes", "out_data", "out_version", "out_saved_version",
                  "backend", "extra", "__weakref__")
 
-    def __init__(self, prim, args, attrs, out_data, backend, scope, out_version):
+    def __init__(self, prim, args, attrs, backend, scope, extra, out_data, out_version):
         self.prim = prim
         self.backend = backend
-        self.extra = None
+        self.extra = extra
         self.attrs = attrs
         self.scope = scope
         self.out_data = out_data
         self.out_version = out_version
+        if out_version is not None:
+            self.out_saved_version = out_version[0]
         # One pass, no helper calls: this runs once per recorded op (op_overhead fwd+bwd).
         parents, needs, shapes, dtypes = [], [], [], []
         for a in args:
@@ -155,18 +165,22 @@ class Node:
                 needs.append(False)
                 shapes.append(None)
                 dtypes.append(None)
+                continue
+            data = a.data
+            shapes.append(data.shape)
+            dtypes.append(data.dtype)
+            if a.requires_grad:
+                parents.append(a._node or a)
+                needs.append(True)
             else:
-                data = a.data
-                shapes.append(data.shape)
-                dtypes.append(data.dtype)
-                needs.append(a.requires_grad)
-                parents.append((a._node or a) if a.requires_grad else None)
+                parents.append(None)
+                needs.append(False)
         self.parents, self.needs_grad = parents, needs
         self.in_shapes, self.in_dtypes = shapes, dtypes
-        saves = prim.saves
-        self.saved = saved = args if saves == "all" else [args[i] for i in saves]
+        sliced = prim._saved_slice
+        self.saved = saved = args[sliced] if sliced is not None else [args[i] for i in prim.saves]
         versions = []
-        for t in saved:
+        for t in saved:  # a loop, not a comprehension: no function object made (op_overhead fwd)
             versions.append(None if t is None else t._version[0])
         self.versions = versions
 
@@ -193,7 +207,7 @@ class Node:
         if self.out_data is None:
             raise RuntimeError(freed_message(self))
         self.check_out()
-        return Tensor._wrap(self.out_data, self.backend, True, self, self.out_version)
+        return new_tensor(Tensor, self.out_data, self.backend, True, self, self.out_version)
 
     def check_out(self):
         """Raise if the saved output was modified in place since the forward (the engine calls

@@ -108,6 +108,10 @@ def reciprocal(x):
     return 1.0 / x
 
 
+# The operators are the ops themselves, no Tensor method in between (op_overhead fwd).
+tensor_method(add, "__add__")
+tensor_method(sub, "__sub__")
+tensor_method(mul, "__mul__")
 multiply = tensor_method(mul, "multiply")
 subtract = tensor_method(sub, "subtract")
 negative = tensor_method(neg, "negative")

@@ -23,6 +23,7 @@ def scalar_dtype(value, like_dtype):
 
 
 _constants = {}
+_PYTHON_SCALARS = {bool, int, float}  # `type(v) in` this is one hash, isinstance is three tests
 
 
 def as_operand(value, like):
@@ -34,17 +35,25 @@ def as_operand(value, like):
     if isinstance(value, Tensor):
         return value
     if isinstance(value, _SCALARS):
-        backend, like_dtype = like._backend, like.data.dtype
-        key = (value, type(value), like_dtype, backend, str(value) if value == 0 else None)  # -0.0
-        constant = _constants.get(key)
-        if constant is None:
-            if len(_constants) > 1024:
-                _constants.clear()
-            dtype = scalar_dtype(value, like_dtype)
-            constant = Tensor._constant(backend.asarray(value, dtype=dtype), backend)
-            _constants[key] = constant
-        return constant
+        return _scalar_constant(value, like)
     return tensor(value, device=like.device)
+
+
+def _scalar_constant(value, like):
+    """The cached 0-d tensor for a Python scalar next to `like`."""
+    backend, like_dtype = like._backend, like.data.dtype
+    # 0.0 and -0.0 are equal keys, so zeros also key on their spelling (not for other values:
+    # one str() less per op, op_overhead fwd)
+    key = ((value, type(value), like_dtype, backend) if value else
+           (value, type(value), like_dtype, backend, str(value)))
+    constant = _constants.get(key)
+    if constant is None:
+        if len(_constants) > 1024:
+            _constants.clear()
+        dtype = scalar_dtype(value, like_dtype)
+        constant = Tensor._constant(backend.asarray(value, dtype=dtype), backend)
+        _constants[key] = constant
+    return constant
 
 
 def constant_like(array, like):
@@ -73,14 +82,18 @@ def promote(a, b):
 
 def binary_operands(a, b):
     """Both operands of a binary op as Tensors of one dtype (scalars follow the tensor)."""
-    if not isinstance(a, Tensor):
+    # A tensor and a Python scalar first, with one type test: the commonest pair (op_overhead)
+    if type(b) in _PYTHON_SCALARS and isinstance(a, Tensor):
+        b = _scalar_constant(b, a)
+    elif not isinstance(a, Tensor):
         if not isinstance(b, Tensor):
             raise TypeError(f"expected at least one Tensor, got {type(a).__name__} and "
                             f"{type(b).__name__}")
         a = as_operand(a, b)
     elif not isinstance(b, Tensor):
         b = as_operand(b, a)
-    if a.data.dtype != b.data.dtype:
+    da, db = a.data.dtype, b.data.dtype
+    if da is not db and da != db:  # dtypes are mostly the same object: no comparison made
         a, b = promote(a, b)
     return a, b
 
