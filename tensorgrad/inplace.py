@@ -79,8 +79,15 @@ class InPlaceMethods:
         self._inplace(op_name)
         if ufunc is not None:
             operand = self._operand(other)
-            if attrs.get("alpha", 1) != 1:
-                operand = operand * attrs["alpha"]  # add_'s scale, on the array: no op dispatch
+            alpha = attrs.get("alpha", 1)
+            if alpha != 1:
+                kernels = self._backend.kernels(self.data, operand)
+                if (kernels is not None and operand.shape == self.data.shape
+                        and operand.dtype == self.data.dtype and self.data.flags.c_contiguous):
+                    # add_ with alpha in one compiled pass (an SGD step; benchmarks/: mlp_step)
+                    kernels.add_scaled_(self.data, operand, alpha)
+                    return self
+                operand = operand * alpha  # add_'s scale, on the array: no op dispatch
             try:
                 ufunc(self.data, operand, out=self.data, casting="same_kind")
                 return self

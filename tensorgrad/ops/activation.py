@@ -53,12 +53,16 @@ def _relu_composite(x):
 # temporaries, benchmarks/: mlp_step); create_graph differentiates the composite.
 @primitive("relu", saves=(0,), composite=_relu_composite)
 def _relu(xp, x):
-    return xp.maximum(x, 0)
+    kernels = xp.kernels(x)
+    return kernels.relu(x) if kernels is not None else xp.maximum(x, 0)
 
 
 @_relu.defvjp
 def _relu_vjp(ctx, g):
     x, xp = ctx.inputs[0], ctx.backend
+    kernels = xp.kernels(x.data, g.data)
+    if kernels is not None:
+        return Tensor._constant(kernels.relu_backward(x.data, g.data), xp)
     out = xp.empty_like(g.data)  # an array even for 0-d inputs, where multiply gives a scalar
     return Tensor._constant(xp.multiply(g.data, x.data > 0, out=out), xp)
 

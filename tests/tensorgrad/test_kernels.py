@@ -42,6 +42,7 @@ NORMS = {
     "rms_norm": lambda x, w, b: tg.rms_norm(x, x.shape[-1], w, eps=1e-6) + 0 * b.sum(),
     "gelu tanh": lambda x, w, b: tg.gelu(x, approximate="tanh") + 0 * (w.sum() + b.sum()),
     "gelu exact": lambda x, w, b: tg.gelu(x) + 0 * (w.sum() + b.sum()),
+    "relu": lambda x, w, b: tg.relu(x) + 0 * (w.sum() + b.sum()),
 }
 
 
@@ -133,6 +134,40 @@ def test_embedding_gradient_is_the_same_on_both_paths(monkeypatch):
         (tg.embedding(ids, table) ** 2).sum().backward()
         results.append(table.grad.numpy())
     np.testing.assert_array_equal(*results)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+@pytest.mark.parametrize("dtype", [tg.float32, tg.float64])
+def test_sgd_steps_are_the_same_on_both_paths(momentum, dtype, monkeypatch):
+    """SGD's p.add_(grad, alpha=-lr) (and the momentum buffer's add_) in one compiled pass."""
+    from tensorgrad import nn
+
+    start = np.random.default_rng(3).standard_normal((4, 5))
+    grads = np.random.default_rng(4).standard_normal((6, 4, 5))
+    trajectories = []
+    for kernels in (numpy_backend.load_kernels(), None):
+        monkeypatch.setattr(CPU, "_kernels", kernels)
+        p = nn.Parameter(tg.tensor(start, dtype=dtype))
+        view = p.detach()[1]  # shares p's memory: the update is in place
+        opt = nn.optim.SGD([p], lr=0.1, momentum=momentum, dampening=0.25 * (momentum > 0))
+        for g in grads:
+            p.grad = tg.tensor(g, dtype=dtype)
+            version = p._version[0]
+            opt.step()
+            assert p._version[0] > version
+        assert p.dtype == dtype
+        np.testing.assert_array_equal(view.numpy(), p.detach().numpy()[1])
+        trajectories.append(p.detach().numpy())
+    tolerance = 1e-6 if dtype == tg.float32 else 1e-13
+    np.testing.assert_allclose(*trajectories, rtol=tolerance, atol=tolerance)
+
+
+def test_relu_kernel_keeps_nan_and_gives_zero_gradient_at_zero():
+    x = tg.tensor([np.nan, -1.0, 0.0, 2.0], requires_grad=True)
+    y = tg.relu(x)
+    y.backward(tg.ones(4))
+    np.testing.assert_array_equal(y.detach().numpy(), [np.nan, 0.0, 0.0, 2.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0, 0.0, 1.0])  # torch's at 0 and NaN
 
 
 @pytest.mark.parametrize("optimizer", ["Adam", "AdamW"])

@@ -10,13 +10,14 @@ None and every op runs its array code, which is also what the CuPy backend runs.
 tests/tensorgrad/test_kernels.py runs both paths against each other. Only float32 and float64
 arrays are handled (`supports`).
 """
-from .activation import gelu_erf, gelu_erf_backward, gelu_tanh, gelu_tanh_backward  # noqa: F401
+from .activation import (gelu_erf, gelu_erf_backward, gelu_tanh, gelu_tanh_backward,  # noqa: F401
+                         relu, relu_backward)
 from .attention import (exp_block_, exp_shifted_, hide_future_, softmax_rows,  # noqa: F401
                         softmax_rows_backward)
 from .index import scatter_add_rows  # noqa: F401
 from .jit import DTYPES
 from .norm import norm_rows, norm_rows_backward  # noqa: F401
-from .optim import adam_step  # noqa: F401
+from .optim import adam_step, add_scaled_  # noqa: F401
 
 
 def supports(arrays):

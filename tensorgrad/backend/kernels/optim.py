@@ -31,3 +31,18 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, lr, betas, eps, weight_decay, de
                kind(1.0 - beta1), kind(beta2), kind(1.0 - beta2),
                kind(lr / (1.0 - beta1 ** step)), kind(1.0 / math.sqrt(1.0 - beta2 ** step)),
                kind(eps))
+
+
+@jit
+def _add_scaled_loop(y, x, alpha):
+    for i in range(y.size):
+        y[i] += alpha * x[i]
+
+
+def add_scaled_(y, x, alpha):
+    """y += alpha * x in place, in one pass (NumPy takes two and a temporary: an SGD step's
+    p.add_(grad, alpha=-lr), 273 -> 116 us for a 512 x 784 weight; benchmarks/: mlp_step). y
+    C-contiguous, x of y's shape and dtype; alpha in their dtype."""
+    _add_scaled_loop(y.reshape(-1), flat(x), y.dtype.type(alpha))
+    return y
+
