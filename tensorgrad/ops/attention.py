@@ -21,13 +21,11 @@ outputs 0 and passes no gradient, so a padded query cannot poison a batch. A row
 masked when none of its scores is above the dtype's lowest finite value (an additive -inf or
 torch.finfo(dtype).min everywhere, or a bool mask that is all False).
 """
-import math
-
 from ..autograd import primitive
 from ..tensor import Tensor
+from .attention_inputs import broadcast_shapes, prepare_inputs, split_mask, ungroup_heads
 from .select import maximum, where
 from .softmax import softmax
-from .operands import require_float
 
 # Queries and keys per block of scores. Once both lengths exceed one TILE, the tiled path runs:
 # its memory grows linearly with T, and working in cache-sized blocks (skipping those above a
@@ -44,17 +42,6 @@ def _takes_tiles(q, k, dropout):
     """Whether the forward and the VJP take the tiled path: both lengths beyond one tile, and
     no dropout."""
     return dropout is None and min(q.shape[-2], k.shape[-2]) > TILE
-
-
-def _broadcast_shapes(*shapes):
-    """The shape `shapes` broadcast to (NumPy's rule), or ValueError; plain Python on tuples."""
-    out = []
-    for sizes in zip(*((1,) * (max(map(len, shapes)) - len(s)) + tuple(s) for s in shapes)):
-        wide = {n for n in sizes if n != 1}
-        if len(wide) > 1:
-            raise ValueError(f"shapes {shapes} do not broadcast")
-        out.append(wide.pop() if wide else 1)
-    return tuple(out)
 
 
 def _tile(a, rows, cols):
@@ -101,7 +88,7 @@ def _masked_scores(xp, q_rows, k, bias, mask, causal, rows, cols, buffer=None):
         s = s + xp.maximum(_tile(bias, rows, cols), lowest)
     if mask is not None:
         blocked = ~_tile(mask, rows, cols)
-        shape = _broadcast_shapes(s.shape, blocked.shape)
+        shape = broadcast_shapes(s.shape, blocked.shape)
         if shape != s.shape:  # a mask with more batch dims than q and k
             s = xp.broadcast_to(s, shape).copy()
         xp.copyto(s, lowest, where=blocked)
@@ -183,7 +170,7 @@ def _indices(shape):
 
 def _batch(q, k, v, bias, mask):
     """The broadcast batch dims of the inputs and masks (the output's leading dims)."""
-    return _broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
+    return broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
                              *(a.shape[:-2] for a in (bias, mask) if a is not None))
 
 
@@ -333,7 +320,7 @@ def _tiled_vjp(xp, q, k, v, bias, mask, causal, scale, g, out, lse, needs):
     dq = xp.zeros(batch + q.shape[-2:], q.dtype) if needs_q else None
     dk = xp.zeros(batch + k.shape[-2:], k.dtype) if needs_k else None
     dv = xp.zeros(batch + v.shape[-2:], v.dtype) if needs_v else None
-    dbias = xp.zeros(_broadcast_shapes(batch + (tq, tk), bias.shape), bias.dtype) \
+    dbias = xp.zeros(broadcast_shapes(batch + (tq, tk), bias.shape), bias.dtype) \
         if needs_bias else None
     kernels = xp.kernels(q)
 
@@ -424,130 +411,32 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         h // (Hq / Hk), without copying key and value.
     A query row with no key left to attend to outputs 0 (PyTorch: NaN); see the module docstring.
     """
-    query, key, value, attn_mask, scale, groups = _prepare(
+    query, key, value, attn_mask, scale, groups = prepare_inputs(
         "scaled_dot_product_attention", query, key, value, attn_mask, scale, enable_gqa)
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1), got "
                          f"{dropout_p}")
-    bias, mask = _split_mask(attn_mask)
+    bias, mask = split_mask(attn_mask)
     dropout = None
     if dropout_p > 0.0:
         xp = query._backend
         shapes = [query.shape[:-1] + (key.shape[-2],), key.shape[:-2] + (1, 1),
                   value.shape[:-2] + (1, 1)] + ([attn_mask.shape] if attn_mask is not None else [])
-        shape = _broadcast_shapes(*shapes)  # the probabilities' shape
+        shape = broadcast_shapes(*shapes)  # the probabilities' shape
         keep = xp.random_uniform(shape, query.dtype) >= dropout_p
         dropout = keep.astype(query.dtype) * query.dtype.type(1.0 / (1.0 - dropout_p))
     out = _attention(query, key, value, bias, mask=mask, causal=bool(is_causal), scale=scale,
                      dropout=dropout)
-    return _ungroup(out, groups)
+    return ungroup_heads(out, groups)
 
 
 def attention_weights(query, key, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
     """The attention probabilities softmax(query key^T * scale + mask), (..., Hq, Tq, Tk), for
     visualisation; arguments and masking rules as in `scaled_dot_product_attention` (no
     dropout). Differentiable; it materialises the full matrix, so use it only to look."""
-    query, key, _, attn_mask, scale, groups = _prepare(
+    query, key, _, attn_mask, scale, groups = prepare_inputs(
         "attention_weights", query, key, key, attn_mask, scale, enable_gqa)
-    bias, mask = _split_mask(attn_mask)
+    bias, mask = split_mask(attn_mask)
     whole = slice(0, query.shape[-2]), slice(0, key.shape[-2])
-    return _ungroup(_probabilities(query, key, bias, mask, bool(is_causal), scale, *whole),
+    return ungroup_heads(_probabilities(query, key, bias, mask, bool(is_causal), scale, *whole),
                     groups)
-
-
-def _split_mask(attn_mask):
-    """(bias Tensor or None, bool array or None) from one attn_mask."""
-    if attn_mask is None:
-        return None, None
-    if attn_mask.dtype.kind == "b":
-        return None, attn_mask.data
-    return attn_mask, None
-
-
-def _prepare(op, q, k, v, attn_mask, scale, enable_gqa):
-    """Check shapes and dtypes; regroup heads for GQA. Returns q, k, v, mask, scale, groups."""
-    if attn_mask is None and isinstance(q, Tensor) and isinstance(k, Tensor) \
-            and isinstance(v, Tensor):
-        # The usual call passes every check below in one read of the shapes and dtypes
-        # (generate: 4 calls per GPT-mini token): float tensors of one dtype, the same batch
-        # and head dims (so no GQA regrouping), matching E and Tk, no mask.
-        qs, ks, vs, dtype = q.data.shape, k.data.shape, v.data.shape, q.data.dtype
-        if len(qs) == len(ks) == len(vs) >= 2 and qs[:-2] == ks[:-2] == vs[:-2] \
-                and qs[-1] == ks[-1] and ks[-2] == vs[-2] and dtype.kind == "f" \
-                and k.data.dtype == dtype and v.data.dtype == dtype:
-            return q, k, v, None, float(1.0 / math.sqrt(qs[-1]) if scale is None else scale), 1
-    for name, t in (("query", q), ("key", k), ("value", v)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{op}: {name} must be a Tensor, got {type(t).__name__}")
-        if t.ndim < 2:
-            raise ValueError(f"{op}: {name} needs shape (..., T, E), got {t.shape}")
-    require_float(q, op)
-    if not q.dtype == k.dtype == v.dtype:
-        raise TypeError(f"{op}: query, key and value must share a dtype, got {q.dtype}, "
-                        f"{k.dtype} and {v.dtype}")
-    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"{op}: expected query (..., Tq, E), key (..., Tk, E) and value "
-                         f"(..., Tk, Ev); got {q.shape}, {k.shape} and {v.shape}")
-    groups = _groups(op, q, k, v, enable_gqa)
-    batch = q.shape[:-2]
-    if groups > 1 or not batch == k.shape[:-2] == v.shape[:-2]:
-        heads = () if groups == 1 else (q.shape[-3],)  # key/value heads as the queries see them
-        batch = _broadcast(op, batch, k.shape[:-2 - len(heads)] + heads,
-                           v.shape[:-2 - len(heads)] + heads)
-    if attn_mask is not None:
-        attn_mask = _check_mask(op, attn_mask, batch + (q.shape[-2], k.shape[-2]), q.dtype)
-    if groups > 1:
-        # (..., Hq, T, E) -> (..., Hk, G, T, E): query head h reads key/value head h // G.
-        hk = k.shape[-3]
-        q = q.reshape(q.shape[:-3] + (hk, groups) + q.shape[-2:])
-        k, v = k.unsqueeze(-3), v.unsqueeze(-3)  # (..., Hk, 1, Tk, E)
-        if attn_mask is not None and attn_mask.ndim >= 3:
-            split = (hk, groups) if attn_mask.shape[-3] != 1 else (1, 1)
-            attn_mask = attn_mask.reshape(attn_mask.shape[:-3] + split + attn_mask.shape[-2:])
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
-    return q, k, v, attn_mask, float(scale), groups
-
-
-def _groups(op, q, k, v, enable_gqa):
-    """How many query heads share one key/value head (1 without grouped-query attention)."""
-    if not enable_gqa or q.ndim < 3 or k.ndim < 3 or q.shape[-3] == k.shape[-3]:
-        return 1
-    hq, hk = q.shape[-3], k.shape[-3]
-    if hq % hk or v.ndim < 3 or v.shape[-3] != hk:
-        raise ValueError(f"{op}: grouped-query attention needs key and value heads that divide "
-                         f"the query heads; got query {q.shape}, key {k.shape}, value {v.shape}")
-    return hq // hk
-
-
-def _check_mask(op, attn_mask, scores_shape, dtype):
-    if not isinstance(attn_mask, Tensor):
-        raise TypeError(f"{op}: attn_mask must be a Tensor, got {type(attn_mask).__name__}")
-    kind = attn_mask.dtype.kind
-    if kind not in "bf":
-        raise TypeError(f"{op}: attn_mask must be bool (True = attend) or float (added to the "
-                        f"scores), got {attn_mask.dtype}")
-    try:
-        ok = attn_mask.ndim >= 2 and \
-            _broadcast_shapes(attn_mask.shape, scores_shape) == scores_shape
-    except ValueError:
-        ok = False
-    if not ok:
-        raise ValueError(f"{op}: attn_mask of shape {attn_mask.shape} does not broadcast to the "
-                         f"scores' shape {scores_shape} (..., heads, Tq, Tk)")
-    return attn_mask.to(dtype) if kind == "f" else attn_mask
-
-
-def _broadcast(op, *shapes):
-    try:
-        return _broadcast_shapes(*shapes)
-    except ValueError:
-        raise ValueError(f"{op}: the batch dimensions of query, key and value do not broadcast: "
-                         f"{' vs '.join(str(s) for s in shapes)}") from None
-
-
-def _ungroup(out, groups):
-    """Undo the GQA regrouping: (..., Hk, G, Tq, X) -> (..., Hk * G, Tq, X)."""
-    if groups == 1:
-        return out
-    return out.reshape(out.shape[:-4] + (out.shape[-4] * groups,) + out.shape[-2:])
