@@ -81,10 +81,13 @@ class InPlaceMethods:
             operand = self._operand(other)
             alpha = attrs.get("alpha", 1)
             if alpha != 1:
-                kernels = self._backend.kernels(self.data, operand)
-                if (kernels is not None and operand.shape == self.data.shape
-                        and operand.dtype == self.data.dtype and self.data.flags.c_contiguous):
-                    # add_ with alpha in one compiled pass (an SGD step; benchmarks/: mlp_step)
+                # add_ with alpha in one compiled pass (an SGD step; benchmarks/: mlp_step) when
+                # the operand is an array of this tensor's shape and dtype
+                kernels = (self._backend.kernels(self.data, operand)
+                           if getattr(operand, "shape", None) == self.data.shape
+                           and operand.dtype == self.data.dtype and self.data.flags.c_contiguous
+                           else None)
+                if kernels is not None:
                     kernels.add_scaled_(self.data, operand, alpha)
                     return self
                 operand = operand * alpha  # add_'s scale, on the array: no op dispatch
