@@ -9,8 +9,9 @@ NumPy stays as it is, and only float32/float64 matrix products are sent here.
 `matmul(a, b)` is the product of two arrays, or None when it cannot take them; the backend then
 runs NumPy's matmul, unchanged. It takes operands whose matrices (last two dims) are row- or
 column-major (a transposed view is passed with BLAS's transpose flag and leading dimension, not
-copied) and whose batch dims fold into one stride each (broadcast batch dims are stride 0), so
-every product is one `cblas_?gemm` or one `cblas_?gemm_batch_strided` call. The library is
+copied): one `cblas_?gemm`, one `cblas_?gemm_batch_strided` when the batch dims fold into one
+stride each (broadcast batch dims are stride 0), else one grouped `cblas_?gemm_batch` given
+every matrix's address. The library is
 loaded at the first float product, so `import tensorgrad` stays cheap; TENSORGRAD_BLAS=numpy,
 or no library found, leaves NumPy's BLAS doing everything.
 """
@@ -39,6 +40,7 @@ MIN_WORK = 2**20
 _FLOAT32, _FLOAT64 = numpy.dtype("float32"), numpy.dtype("float64")
 _lib = ...  # the loaded library (a ctypes.CDLL), None when there is none; ... until first use
 _gemm = {}  # dtype -> (cblas_?gemm, cblas_?gemm_batch_strided, ctypes scalar type)
+_grouped = {}  # dtype -> cblas_?gemm_batch (matrices at any addresses)
 
 
 def _candidates():
@@ -104,7 +106,13 @@ def _bind(lib):
         # the same with each operand's batch stride after its leading dimension, then the count
         batch.argtypes = [i, i, i, i, i, i, scalar, p, i, i, p, i, i, scalar, p, i, i, i]
         batch.restype = None
+        # the grouped call, one group: each argument an array (here of one entry), except the
+        # three arrays of matrix addresses, one per product, and the group count
+        grouped = getattr(lib, f"cblas_{prefix}gemm_batch")
+        grouped.argtypes = [i, p, p, p, p, p, p, p, p, p, p, p, p, p, i, p]
+        grouped.restype = None
         _gemm[dtype] = (gemm, batch, scalar)
+        _grouped[dtype] = grouped
 
 
 def library():
@@ -232,12 +240,39 @@ def matmul(a, b):
     stride_a = _batch_stride(batch, a.shape[:-2], a.strides[:-2], itemsize)
     stride_b = _batch_stride(batch, b.shape[:-2], b.strides[:-2], itemsize)
     count = math.prod(batch)
-    if stride_a is None or stride_b is None or count * m * n > _INT_MAX:
+    if count * m * n > _INT_MAX:
         return None
     out = numpy.empty(batch + (m, n), dtype)
+    if stride_a is None or stride_b is None:
+        # Batch dims that do not fold into one stride (heads sliced out of a (B, T, 3H, D)
+        # projection and transposed, or mixed broadcasting): the grouped call, given every
+        # matrix's address (benchmarks/: gpt_step, 1 ms a layer of copies and NumPy's loop)
+        one = numpy.ones(1, numpy.intc)
+        int_args = [one * v for v in (trans_a, trans_b, m, n, k, lda, ldb, n)]
+        alpha, beta = numpy.ones(1, dtype), numpy.zeros(1, dtype)
+        addresses = [_addresses(x, batch) for x in (a, b, out)]
+        _grouped[dtype](_ROW_MAJOR, *(x.ctypes.data for x in int_args[:5]), alpha.ctypes.data,
+                        addresses[0].ctypes.data, int_args[5].ctypes.data,
+                        addresses[1].ctypes.data, int_args[6].ctypes.data, beta.ctypes.data,
+                        addresses[2].ctypes.data, int_args[7].ctypes.data, 1,
+                        (one * count).ctypes.data)
+        return out
     gemm_batch(_ROW_MAJOR, trans_a, trans_b, m, n, k, scalar(1.0), a.ctypes.data, lda, stride_a,
                b.ctypes.data, ldb, stride_b, scalar(0.0), out.ctypes.data, n, m * n, count)
     return out
+
+
+def _addresses(x, batch):
+    """The address of each of x's matrices, in the order of the flattened broadcast batch shape
+    (a broadcast dim repeats one address): a uint64 array for the grouped call."""
+    pad = len(batch) - (x.ndim - 2)
+    offsets = numpy.zeros(batch, numpy.int64)
+    for axis, (size, stride) in enumerate(zip(x.shape[:-2], x.strides[:-2]), pad):
+        if size > 1:
+            shape = [1] * len(batch)
+            shape[axis] = size
+            offsets = offsets + (numpy.arange(size, dtype=numpy.int64) * stride).reshape(shape)
+    return (offsets.reshape(-1) + x.ctypes.data).astype(numpy.uint64)
 
 
 def gemm_into(a, b, out, accumulate):
