@@ -304,7 +304,8 @@ def _whole_vjp(xp, q, k, v, dropout, scale, g, out, p, needs):
     if not (needs_q or needs_k or needs_bias):
         return None, None, dv, None
     delta = (g * out).sum(axis=-1, keepdims=True)  # (..., Tq, 1)
-    ds = _softmax_backward(xp, xp.matmul(g, v.swapaxes(-1, -2)), p, delta, dropout)  # dO V^T
+    dp = xp.matmul(g, v.swapaxes(-1, -2))  # dO V^T
+    ds = _softmax_backward(xp, xp.kernels(dp), dp, p, delta, dropout)
     dq = xp.matmul(ds, k) * q.dtype.type(scale) if needs_q else None  # (..., Tq, Tk) @ (Tk, E)
     dk = _transposed_product(xp, ds, q * q.dtype.type(scale)) if needs_k else None
     return dq, dk, dv, ds if needs_bias else None
@@ -340,7 +341,7 @@ def _tiled_vjp(xp, q, k, v, bias, mask, causal, scale, g, out, lse, needs):
                 if not (needs_q or needs_k or needs_bias):
                     continue
                 dp = xp.matmul_into(g_rows, vi[cols].T, _block_of(ds_buffer, *p.shape))  # dO V^T
-                ds = _softmax_backward(xp, dp, p, delta, None)
+                ds = _softmax_backward(xp, kernels, dp, p, delta, None)
                 if needs_q:
                     xp.matmul_into(ds, ki[cols], dqi[rows], accumulate=True)  # (r, c) @ (c, E)
                 if needs_k:
@@ -354,9 +355,8 @@ def _tiled_vjp(xp, q, k, v, bias, mask, causal, scale, g, out, lse, needs):
     return dq, dk, dv, dbias
 
 
-def _softmax_backward(xp, dp, p, delta, dropout):
+def _softmax_backward(xp, kernels, dp, p, delta, dropout):
     """dS = P * (dP * dropout - delta), in place over dP (..., r, c); delta (..., r, 1)."""
-    kernels = xp.kernels(dp)
     if kernels is not None and dropout is None and dp.shape == p.shape:
         return kernels.softmax_rows_backward(dp, p, delta)
     if dropout is not None:

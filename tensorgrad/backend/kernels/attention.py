@@ -4,7 +4,7 @@ attention, gpt_step)."""
 import numpy
 
 from .exp import exp
-from .jit import flat, jit
+from .jit import flat, jit, rows_of
 
 
 # --- the whole-matrix path's row softmax --------------------------------------------------------
@@ -68,7 +68,7 @@ def softmax_rows(scores, causal, masked=False, scale=1.0):
     scale comes in with the exp, where a separate multiply would cost a pass and a NumPy call
     (generate: 1.5 us of a decoding query's ~20)."""
     queries, keys = scores.shape[-2:]
-    rows = numpy.ascontiguousarray(scores).reshape(-1, keys)
+    rows = rows_of(scores, keys)
     if rows.size:
         if not scale > 0:  # then the max of the scaled scores is not the scaled max
             rows *= scale
@@ -92,8 +92,8 @@ def softmax_rows_backward(dp, p, delta):
     """dS = P * (dP - delta) for dp and p of one shape (..., Tq, Tk) and delta (..., Tq, 1):
     the softmax part of attention's VJP in one pass, in place over dp when it is C-contiguous."""
     keys = dp.shape[-1]
-    rows = flat(dp).reshape(-1, keys)
-    _softmax_backward_loop(rows, flat(p).reshape(-1, keys), flat(delta))
+    rows = rows_of(dp, keys)
+    _softmax_backward_loop(rows, rows_of(p, keys), flat(delta))
     return rows.reshape(dp.shape)
 
 

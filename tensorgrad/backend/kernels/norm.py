@@ -64,7 +64,7 @@ def norm_rows(x, weight, bias, eps, dims, center):
     statistics shaped as a keepdims reduction over dims (the mean is 0 for RMS norm)."""
     trailing = len(dims)
     cols = x.shape[-1] if trailing == 1 else math.prod(x.shape[-trailing:])
-    rows = numpy.ascontiguousarray(x).reshape(-1, cols)
+    rows = rows_of(x, cols)
     y = numpy.empty_like(rows)
     # mean and rstd, made in their final shape: in decoding every call is one row, and each
     # reshape or view costs as much as the loop over it (generate: 9 calls per token)
