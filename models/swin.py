@@ -11,9 +11,9 @@ tokens (4C), normalises and projects it to 2C: the grid halves and the width dou
 LayerNorm, an average over tokens (the pooler) and a linear classifier end the model. Grids
 that are not a multiple of the window are padded at the bottom and right, as in the original.
 
-This file holds the configuration, the window helpers, the blocks, the models and the mapping
-to Hugging Face's checkpoint names, in that order. Embedding helpers, the output record and the
-loading code are shared with vit.py.
+This file holds the configuration, the blocks, the models and the mapping to Hugging Face's
+checkpoint names, in that order; the window helpers are in swin_windows.py. Embedding helpers,
+the output record and the loading code are shared with vit.py.
 """
 import dataclasses
 
@@ -25,6 +25,9 @@ from . import hub
 from .classification import classification_loss, labels_to_hf, num_labels_from_hf
 from .outputs import BaseModelOutputWithPooling, LogitsOutput
 from .summary import parameter_table
+from .swin_windows import (
+    relative_position_index, shifted_window_mask, window_partition, window_reverse,
+)
 from .vit import (
     HF_ACTIVATIONS, PatchEmbeddings, drop_qkv_biases, load_hf_state, reset_parameters,
     resize_positions, save_hf_folder,
@@ -116,47 +119,6 @@ class SwinConfig:
         return {**hf, "model_type": "swin", "num_layers": len(self.depths),
                 "hidden_size": self.num_features, "encoder_stride": 32,
                 **labels_to_hf(self.num_labels)}
-
-
-# --- windows ----------------------------------------------------------------------------------
-def window_partition(x, window):
-    """(B, H, W, C) -> (B * H/w * W/w, w * w, C): the windows in row-major order per image."""
-    B, H, W, C = x.shape
-    x = x.reshape(B, H // window, window, W // window, window, C)  # (B, h, w, w', w, C)
-    x = x.transpose(2, 3)  # (B, H/w, W/w, w, w, C)
-    return x.reshape(-1, window * window, C)  # (B nW, w^2, C)
-
-
-def window_reverse(windows, window, H, W):
-    """window_partition's inverse: (B * nW, w * w, C) -> (B, H, W, C)."""
-    C = windows.shape[-1]
-    x = windows.reshape(-1, H // window, W // window, window, window, C)  # (B, H/w, W/w, w, w, C)
-    return x.transpose(2, 3).reshape(-1, H, W, C)  # (B, H, W, C)
-
-
-def relative_position_index(window, table_window=None):
-    """(w^2, w^2) int64: for queries i and keys j of a w x w window, the row of their offset
-    (dy, dx) in a (2 W - 1)^2 bias table, (dy + W - 1) (2 W - 1) + dx + W - 1, W = table_window
-    (default w). A window clamped to a smaller grid reads the same table."""
-    W = window if table_window is None else table_window
-    cells = [(y, x) for y in range(window) for x in range(window)]
-    rows = [[(yi - yj + W - 1) * (2 * W - 1) + xi - xj + W - 1 for yj, xj in cells]
-            for yi, xi in cells]
-    return tg.tensor(rows, dtype=tg.int64)
-
-
-def shifted_window_mask(H, W, window, shift, dtype, device=None):
-    """(nW, w^2, w^2) additive mask for the windows of an (H, W) grid rolled up and left by
-    `shift`: 0 where query and key come from the same region of the unrolled grid, -100 where
-    the roll brought them together (Hugging Face's value; softmax makes it ~0)."""
-    def region(i, size):  # 0 for the bulk, 1 for the last window, 2 for the rolled-in strip
-        return int(i >= size - window) + int(i >= size - shift)
-
-    labels = tg.tensor([[[[3.0 * region(y, H) + region(x, W)] for x in range(W)]
-                         for y in range(H)]], dtype=dtype, device=device)  # (1, H, W, 1)
-    labels = window_partition(labels, window).squeeze(-1)  # (nW, w^2)
-    differs = labels.unsqueeze(1) != labels.unsqueeze(2)  # (nW, w^2, w^2)
-    return tg.where(differs, -100.0, 0.0).to(dtype)
 
 
 def drop_path(x, p, training):

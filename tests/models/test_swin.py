@@ -9,6 +9,8 @@ import pytest
 import tensorgrad as tg
 from tensorgrad.models.swin import (
     SwinConfig, SwinForImageClassification, SwinModel, _canonical_hf_name,
+)
+from tensorgrad.models.swin_windows import (
     relative_position_index, shifted_window_mask, window_partition, window_reverse,
 )
 
