@@ -17,6 +17,7 @@ or no library found, leaves NumPy's BLAS doing everything.
 """
 import ctypes
 import ctypes.util
+import functools
 import glob
 import math
 import os
@@ -265,14 +266,23 @@ def matmul(a, b):
 def _addresses(x, batch):
     """The address of each of x's matrices, in the order of the flattened broadcast batch shape
     (a broadcast dim repeats one address): a uint64 array for the grouped call."""
-    pad = len(batch) - (x.ndim - 2)
-    offsets = numpy.zeros(batch, numpy.int64)
-    for axis, (size, stride) in enumerate(zip(x.shape[:-2], x.strides[:-2]), pad):
+    return (_offsets(batch, x.shape[:-2], x.strides[:-2]) + x.ctypes.data).view(numpy.uint64)
+
+
+@functools.lru_cache(maxsize=64)
+def _offsets(batch, shape, strides):
+    """The matrices' byte offsets from the first, for _addresses. Cached: a training step asks
+    for the same few layouts every time (gpt_step: 72 grouped products, 15 us each to build)."""
+    pad = len(batch) - len(shape)
+    offsets = numpy.zeros(batch, numpy.int64)  # signed: a stride may be negative
+    for axis, (size, stride) in enumerate(zip(shape, strides), pad):
         if size > 1:
-            shape = [1] * len(batch)
-            shape[axis] = size
-            offsets = offsets + (numpy.arange(size, dtype=numpy.int64) * stride).reshape(shape)
-    return (offsets.reshape(-1) + x.ctypes.data).astype(numpy.uint64)
+            along = [1] * len(batch)
+            along[axis] = size
+            offsets = offsets + (numpy.arange(size, dtype=numpy.int64) * stride).reshape(along)
+    offsets = offsets.reshape(-1)
+    offsets.flags.writeable = False
+    return offsets
 
 
 def gemm_into(a, b, out, accumulate):
