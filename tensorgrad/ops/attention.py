@@ -109,13 +109,14 @@ def _block_of(buffer, rows, cols):
 
 def _exp_block(xp, kernels, s, top):
     """An online-softmax step over a (r, c) block of scores, in place: raises the rows' running
-    max `top` (r, 1) to cover the block and sets s = exp(s - new max). Returns the new max."""
+    max `top` (r, 1) to cover the block and sets s = exp(s - new max). Returns the new max and
+    the block's row sums (r, 1)."""
     if kernels is not None:
         return kernels.exp_block_(s, top)
     new_top = xp.maximum(top, s.max(axis=-1, keepdims=True))
     s -= new_top
     xp.exp(s, out=s)
-    return new_top
+    return new_top, s.sum(axis=-1, keepdims=True)
 
 
 def _exp_shifted(xp, kernels, s, shift):
@@ -188,27 +189,26 @@ def _tiled(xp, q, k, v, bias, mask, causal, scale):
     kernels = xp.kernels(q, k, v)
 
     def one_matrix(i, qi, ki, vi, bias_i, mask_i):  # writes out[i] and lse[i] only
-        # P's row sums come out of its product with V as one more column, P [V | 1]: a sliver
-        # of the GEMM instead of a pass over P (benchmarks/: attention T=4096)
-        v_ones = xp.concatenate([vi, xp.ones((tk, 1), v.dtype)], axis=-1)  # (Tk, Ev + 1)
         # one block's scores at a time in one buffer, and the products written or added into
         # their targets: no fresh array, nor an add pass, per product (benchmarks/: attention)
         buffer = xp.empty(TILE * KEY_TILE, q.dtype)
         for rows in _spans(tq, TILE):
             q_rows = qi[rows] * q.dtype.type(scale)  # (r, E)
             top = xp.full((rows.stop - rows.start, 1), lowest, q.dtype)  # the rows' running max
-            acc = xp.zeros((rows.stop - rows.start, ev + 1), q.dtype)  # [P V | rowsum P]
+            acc = xp.zeros((rows.stop - rows.start, ev), q.dtype)  # P V so far
+            total = xp.zeros((rows.stop - rows.start, 1), q.dtype)  # rowsum P so far
             for cols in _spans(_visible(tk, rows, causal), KEY_TILE):
                 s = _masked_scores(xp, q_rows, ki, bias_i, mask_i, causal, rows, cols, buffer)
-                new_top = _exp_block(xp, kernels, s, top)
-                acc *= xp.exp(top - new_top)
-                xp.matmul_into(s, v_ones[cols], acc, accumulate=True)  # (r, c) @ (c, Ev + 1)
+                new_top, sums = _exp_block(xp, kernels, s, top)
+                rescale = xp.exp(top - new_top)
+                acc *= rescale
+                total *= rescale
+                total += sums
+                xp.matmul_into(s, vi[cols], acc, accumulate=True)  # (r, c) @ (c, Ev)
                 top = new_top
-            total = acc[:, ev:]
-            rows_out = acc[:, :ev]
-            rows_out *= 1 / total
-            _zero_dead_rows(xp, rows_out, top)
-            out[i][rows] = rows_out
+            acc *= 1 / total
+            _zero_dead_rows(xp, acc, top)
+            out[i][rows] = acc
             lse[i][rows] = _log_sum_exp(xp, top, total)
     # the matrices are independent: on several threads when the CPU backend has them
     xp.map_matrices(one_matrix, _per_matrix(xp, batch, q, k, v, bias, mask))

@@ -115,23 +115,27 @@ def hide_future_(scores, offset, lowest):
 
 
 @jit
-def _exp_block_loop(s, top, new_top):
+def _exp_block_loop(s, top, new_top, sums):
     for r in range(s.shape[0]):
         row = s[r]
         m = max(top[r, 0], _row_max(row, row.size))
+        total = numpy.float32(0.0)  # in the rows' own type, as in _softmax_loop
         for j in range(row.size):
-            row[j] = exp(row[j] - m)
+            e = exp(row[j] - m)
+            row[j] = e
+            total += e
         new_top[r, 0] = m
+        sums[r, 0] = total
 
 
 def exp_block_(scores, top):
     """One step of the online softmax over a (rows, keys) block of scores, in place: each row's
     running max `top` (rows, 1) is raised to cover the block, and the block becomes
-    exp(scores - new max). Returns the new (rows, 1) maxima. NumPy takes four passes (max,
-    maximum, subtract, exp), this one (attention T=4096)."""
-    new_top = numpy.empty_like(top)
-    _exp_block_loop(scores, top, new_top)
-    return new_top
+    exp(scores - new max). Returns the new (rows, 1) maxima and the block's (rows, 1) row sums.
+    NumPy takes five passes (max, maximum, subtract, exp, sum), this one (attention T=4096)."""
+    new_top, sums = numpy.empty_like(top), numpy.empty_like(top)
+    _exp_block_loop(scores, top, new_top, sums)
+    return new_top, sums
 
 
 @jit
