@@ -8,7 +8,10 @@
 - Filters: the patch projection's weights as p x p images (the paper's Figure 7, left).
 `save_attention_grid` and `save_filter_grid` draw them with matplotlib (needed only there).
 """
+import os
+
 import tensorgrad as tg
+from tensorgrad.serialization import atomic_write
 
 
 def attention_rollout(attentions, head_fusion="mean", residual=True):
@@ -138,6 +141,11 @@ def _pyplot():
 
 def _save(fig, plt, path):
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    # Atomic, so a failed save leaves an earlier picture whole. The format comes from the
+    # suffix as savefig's would (PNG without one, written at `path` itself).
+    suffix = os.path.splitext(os.fspath(path))[1][1:].lower()
+    try:
+        atomic_write(path, lambda f: fig.savefig(f, format=suffix or None, dpi=120))
+    finally:
+        plt.close(fig)
     return path

@@ -16,6 +16,8 @@
 import json
 import os
 
+from tensorgrad.serialization import atomic_write
+
 
 def _ids(ids):
     """A list of ints from a list, a tuple or a 1-d integer Tensor."""
@@ -177,7 +179,7 @@ class BPETokenizer(Tokenizer):
         return self.tokenizer.token_to_id(token)
 
     def save(self, path):
-        self.tokenizer.save(os.fspath(path))
+        _write_tokenizer_json(path, self.tokenizer)
 
 
 def load_tokenizer(path):
@@ -213,16 +215,15 @@ def load_tokenizer(path):
 
 
 def _write_json(path, spec):
-    # Written beside the destination and renamed over it: a reader (another rank of a resumed
-    # run) or a crash mid-write sees the old file or the new one, never an empty one.
-    temporary = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(temporary, "w", encoding="utf-8") as f:
-            json.dump(spec, f, ensure_ascii=False)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    # Atomic: a reader (another rank of a resumed run) or a crash mid-write sees the old file or
+    # the new one, never an empty one.
+    atomic_write(path, lambda f: json.dump(spec, f, ensure_ascii=False), mode="w")
+
+
+def _write_tokenizer_json(path, tokenizer):
+    # tokenizers' own Tokenizer.save opens the destination directly; to_str(pretty=True) is the
+    # same text (the same bytes in UTF-8), written atomically.
+    atomic_write(path, lambda f: f.write(tokenizer.to_str(pretty=True).encode("utf-8")))
 
 
 class WordPieceTokenizer(Tokenizer):
@@ -307,14 +308,15 @@ class WordPieceTokenizer(Tokenizer):
         return self.tokenizer.token_to_id(token)
 
     def save(self, path):
-        self.tokenizer.save(os.fspath(path))
+        _write_tokenizer_json(path, self.tokenizer)
 
     def save_vocab(self, path):
         """Write vocab.txt: the pieces in id order."""
         by_id = sorted(self.tokenizer.get_vocab(with_added_tokens=True).items(),
                        key=lambda item: item[1])
-        with open(path, "w", encoding="utf-8") as f:
-            f.writelines(f"{token}\n" for token, _ in by_id)
+        atomic_write(path, lambda f: f.writelines(f"{token}\n" for token, _ in by_id), mode="w")
+
+
 class UnigramTokenizer(BPETokenizer):
     """SentencePiece's unigram language model (Kudo, 2018), the tokenizer of T5: a vocabulary
     of pieces with probabilities, each text split into its most likely pieces (Viterbi); the

@@ -16,9 +16,10 @@ naming the file; so is a structure that names a tensor the file lacks or that is
 than Python can read. Files of the first format (`tensorgrad-checkpoint-1`, whose checksum covered
 tensor names and bytes only) still load, with that weaker check.
 
-Writes to a path are atomic: the file is written next to its destination under a temporary
-name, fsync'ed and renamed over it, so a crash at any moment leaves the old checkpoint or the new
-one. Temporary files of a save that was killed are removed by the next save to the same path.
+Writes to a path are atomic (`atomic_write`, which every writer of user files in the project
+uses): the file is written next to its destination under a temporary name, fsync'ed and renamed
+over it, so a crash at any moment leaves the old checkpoint or the new one. Temporary files of a
+save that was killed are removed by the next save to the same path.
 
 The safetensors layout is read and written here directly (8-byte little-endian header length,
 the header JSON padded with spaces to 8 bytes, then the tensors' bytes) so that both directions
@@ -30,8 +31,9 @@ import io
 import json
 import math
 import os
+import secrets
+import stat
 import struct
-import tempfile
 import zlib
 
 from . import backend as _backends
@@ -63,8 +65,7 @@ def save(obj, f):
     if hasattr(f, "write"):
         _write(f, arrays, structure)
         return
-    path = os.fspath(f)
-    _atomic_write(path, lambda out: _write(out, arrays, structure))
+    atomic_write(f, lambda out: _write(out, arrays, structure))
 
 
 def _join(prefix, key):
@@ -156,18 +157,36 @@ def _crc_of_arrays(arrays, crc=0):
 
 
 # --- atomic write --------------------------------------------------------------------------------
-def _atomic_write(path, write):
-    """Run write(file) on a temporary file in path's directory, fsync it, then rename it over
-    path (atomic on POSIX and Windows); on any failure the temporary file is removed."""
+def atomic_write(path, write, mode="wb", encoding="utf-8"):
+    """Call write(file) on a new temporary file beside `path`, fsync it and rename it over
+    `path`, so that whatever happens (an exception inside `write`, a full disk, a crash, a
+    reader in another process) `path` holds its old content or the new one, never a truncated
+    or half-new file. On failure the temporary file is removed and the exception propagates;
+    those of a killed process are removed by the next write to the same path.
+
+    mode: "wb" (write gets a binary file) or "w" (a text file in `encoding`). The directory must
+    exist. Every writer of user files in tensorgrad, tensorgrad.nn and tensorgrad.models goes
+    through here: `save`, `save_pretrained` (config and weights), tokenizers' `save`, pictures.
+    """
+    if mode not in ("wb", "w"):
+        raise ValueError(f"atomic_write: mode must be 'wb' or 'w', got {mode!r}")
+    path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
-        raise FileNotFoundError(f"save: directory {directory} does not exist")
+        raise FileNotFoundError(f"cannot write {path}: directory {directory} does not exist")
     base = os.path.basename(path)
     _remove_stale_temporaries(directory, base)
-    # The writer's pid in the name tells the next save whether this file is still being written.
-    fd, tmp = tempfile.mkstemp(prefix=f".{base}.{os.getpid()}.", suffix=".tmp", dir=directory)
+    # The writer's pid in the name tells the next write whether this file is still being written.
+    # Made with os.open, not mkstemp (whose files are private, 0o600), so that the new file gets
+    # the permissions open() would give it (0o666 less the umask), or those of the file it
+    # replaces. O_BINARY: on Windows the bytes' newlines would otherwise be translated.
+    tmp = os.path.join(directory, f".{base}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    text = {} if mode == "wb" else {"encoding": encoding}
     try:
-        with os.fdopen(fd, "wb") as f:
+        with os.fdopen(fd, mode, **text) as f:
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
             write(f)
             f.flush()
             os.fsync(f.fileno())
@@ -186,9 +205,9 @@ def _atomic_write(path, write):
 
 
 def _remove_stale_temporaries(directory, base):
-    """Delete `.{base}.{pid}.*.tmp` files left by saves that died (their process is gone). A
-    save still running in another process keeps its file; this process's own are in flight in
-    another thread, since a failing save removes its file itself."""
+    """Delete `.{base}.{pid}.*.tmp` files left by writes that died (their process is gone). A
+    write still running in another process keeps its file; this process's own are in flight in
+    another thread, since a failing write removes its file itself."""
     prefix = f".{base}."
     for entry in os.listdir(directory):
         # Exactly .{base}.{pid}.{random}.tmp: a longer name is another file's temporary

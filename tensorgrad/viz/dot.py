@@ -6,6 +6,7 @@ import html
 import itertools
 import os
 
+from ..serialization import atomic_write
 from .text import count, format_values, natural_order, size_in_bytes
 
 _TINY = 6  # tensors with at most this many elements show their values
@@ -40,8 +41,7 @@ def render(graph, path, format=None, dpi=150):
     with _dot_required():
         data = graph.pipe(format=format)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
+    atomic_write(path, lambda f: f.write(data))  # a full disk never leaves half a picture
     return path
 
 

@@ -76,6 +76,25 @@ def test_bpe_train_round_trip_save_load(tmp_path):
         assert isinstance(again, BPETokenizer) and again.encode(TEXT) == ids
 
 
+def test_bpe_save_writes_tokenizers_own_bytes_atomically(tmp_path):
+    pytest.importorskip("tokenizers")
+    tok = BPETokenizer.train(CORPUS, vocab_size=300)
+    path = tmp_path / "tokenizer.json"
+    tok.save(path)
+    tok.tokenizer.save(str(tmp_path / "theirs.json"))
+    assert path.read_bytes() == (tmp_path / "theirs.json").read_bytes()
+    before = path.read_bytes()
+
+    class Failing:
+        def to_str(self, pretty):
+            raise MemoryError("out of memory while serialising")
+    tok.tokenizer = Failing()
+    with pytest.raises(MemoryError):
+        tok.save(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["theirs.json", "tokenizer.json"]
+
+
 def test_bpe_gpt2_files_match_transformers(tmp_path):
     """vocab.json + merges.txt in GPT-2's format, read by us and by transformers' GPT-2
     tokenizer: the same ids."""

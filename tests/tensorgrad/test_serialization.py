@@ -1,5 +1,5 @@
 """tensorgrad.save / tensorgrad.load: round trips, file objects, devices, shared tensors, the
-first format, pickles refused, temporary files of killed saves cleaned up."""
+first format, pickles refused, temporary files of killed saves cleaned up, `atomic_write`."""
 import io
 import json
 import os
@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import tensorgrad as tg
+from tensorgrad.serialization import atomic_write
 
 
 def test_a_training_checkpoint_round_trips(tmp_path):
@@ -167,3 +168,35 @@ def test_the_next_save_removes_temporaries_of_dead_saves_only(tmp_path):
     assert sorted(os.listdir(tmp_path)) == sorted([path.name, alive.name] + [o.name
                                                                            for o in others])
     assert tg.load(path) == {"step": 2}
+
+
+def test_atomic_write_modes_and_errors(tmp_path):
+    path = tmp_path / "notes.txt"
+    atomic_write(path, lambda f: f.write("café\n"), mode="w")
+    assert path.read_bytes() == "café\n".encode()
+    with pytest.raises(ValueError, match="atomic_write: mode must be 'wb' or 'w', got 'a'"):
+        atomic_write(path, lambda f: None, mode="a")
+    with pytest.raises(FileNotFoundError, match=f"directory {tmp_path}/missing does not exist"):
+        atomic_write(tmp_path / "missing" / "x", lambda f: None)
+    with pytest.raises(KeyboardInterrupt):  # even an interrupt leaves the old file alone
+        atomic_write(path, lambda f: (f.write(b"half"), _interrupt()))
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+    assert path.read_text(encoding="utf-8") == "café\n"
+
+
+def _interrupt():
+    raise KeyboardInterrupt
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
+def test_atomic_write_gives_the_permissions_open_would(tmp_path):
+    umask = os.umask(0o027)
+    try:
+        atomic_write(tmp_path / "new.json", lambda f: f.write(b"{}"))
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o640  # not mkstemp's 0o600
+    (tmp_path / "new.json").chmod(0o604)
+    atomic_write(tmp_path / "new.json", lambda f: f.write(b"[]"))
+    assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o604  # the replaced file's
+
