@@ -2,17 +2,22 @@
 
 Every model family reads and writes the same two files; what differs is the renaming table from
 Hugging Face's parameter names to ours, which stays in each model's file. Nothing here downloads.
+Writes are atomic file by file (tensorgrad.serialization.atomic_write); see `write_files` for
+what that means for the pair.
 """
 import json
 import os
 
 from tensorgrad import nn
+from tensorgrad.serialization import atomic_write
+
+CONFIG_NAME, WEIGHTS_NAME = "config.json", "model.safetensors"
 
 
 def read_folder(path, device=None):
     """(config dict, {name: Tensor}) from a checkpoint folder; a clear error names what is
     missing."""
-    files = [os.path.join(path, name) for name in ("config.json", "model.safetensors")]
+    files = [os.path.join(path, name) for name in (CONFIG_NAME, WEIGHTS_NAME)]
     missing = [f for f in files if not os.path.isfile(f)]
     if missing:
         raise FileNotFoundError(f"from_pretrained: {path!r} is not a Hugging Face checkpoint "
@@ -24,11 +29,37 @@ def read_folder(path, device=None):
 
 def write_folder(path, config, state):
     """Write config (a dict) and state ({HF name: Tensor}) so that `transformers` loads them.
-    safetensors writes raw memory, so each tensor is made contiguous first."""
-    from safetensors.numpy import save_file
+    A tensor or config that cannot be written raises before anything on disk changes."""
+    write_files(path, folder_files(config, state))
 
-    os.makedirs(path, exist_ok=True)
-    with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=2)
+
+def folder_files(config, state, config_name=CONFIG_NAME, weights_name=WEIGHTS_NAME):
+    """[(file name, bytes)] of a checkpoint folder, weights first (see `write_files`): the
+    safetensors bytes are what safetensors' save_file writes, byte for byte. They are made in
+    memory (a copy the size of the weights) so that nothing is written unless all of it can be."""
+    from safetensors.numpy import save
+
+    # safetensors writes raw memory, so each tensor is made contiguous first.
     arrays = {name: t.contiguous().numpy() for name, t in state.items()}
-    save_file(arrays, os.path.join(path, "model.safetensors"), metadata={"format": "pt"})
+    weights = save(arrays, metadata={"format": "pt"})
+    return [(weights_name, weights), (config_name, json.dumps(config, indent=2).encode())]
+
+
+def write_files(path, files):
+    """Write each (name, bytes) of `files` into the folder `path` (made if missing), in order,
+    each one atomically.
+
+    The pair of files cannot be replaced in one step: a folder cannot be renamed over a
+    non-empty one, and the user's folder may hold other files (a tokenizer, a README). So the
+    config goes last and acts as the folder's commit record: a crash before it leaves the old
+    config, so a new folder never has a config.json announcing weights that are not there yet,
+    and re-saving a model of the same shape (the common case: a checkpoint every N steps)
+    leaves the old pair or the new weights under an identical config. Only a crash (or a full
+    disk) between the two files while the config changes can pair new weights with the old
+    config; a changed shape then fails to load with a clear error, a changed scalar (an
+    epsilon) cannot be seen. Everything that can fail on the model's side (a tensor that cannot
+    be copied to the host, a config JSON cannot hold) fails in `folder_files`, before this.
+    """
+    os.makedirs(path, exist_ok=True)
+    for name, data in files:
+        atomic_write(os.path.join(path, name), lambda f, data=data: f.write(data))

@@ -29,6 +29,7 @@ import tensorgrad as tg
 from tensorgrad import nn
 from tensorgrad.nn.lora import LoraLinear, ModulesToSaveWrapper
 
+from . import hub
 from .gpt import GPT
 
 PEFT_PREFIX = "base_model.model."  # peft's keys: PeftModel.base_model (LoraModel).model
@@ -404,16 +405,16 @@ class PeftModel(nn.Module):
 
     def save_pretrained(self, folder, selected_adapters=None):
         """Write each adapter as peft does: "default" into `folder`, others into folder/<name>,
-        each an adapter_config.json and an adapter_model.safetensors."""
-        from safetensors.numpy import save_file
-
-        for name in selected_adapters or list(self.peft_config):
-            path = folder if name == "default" else os.path.join(folder, name)
-            os.makedirs(path, exist_ok=True)
-            with open(os.path.join(path, CONFIG_NAME), "w", encoding="utf-8") as f:
-                json.dump(self._file_config(name), f, indent=2)
-            arrays = {k: t.contiguous().numpy() for k, t in self.adapter_state_dict(name).items()}
-            save_file(arrays, os.path.join(path, WEIGHTS_NAME), metadata={"format": "pt"})
+        each an adapter_model.safetensors and an adapter_config.json. Every adapter's bytes are
+        made before the first file is written, so an adapter that cannot be saved changes
+        nothing on disk; each file is replaced atomically (hub.write_files says how the pair
+        of a folder is ordered)."""
+        folders = [(folder if name == "default" else os.path.join(folder, name),
+                    hub.folder_files(self._file_config(name), self.adapter_state_dict(name),
+                                     CONFIG_NAME, WEIGHTS_NAME))
+                   for name in selected_adapters or list(self.peft_config)]
+        for path, files in folders:
+            hub.write_files(path, files)
 
     def _file_config(self, adapter_name):
         """The adapter's config with its targets as the shortest HF names that pick exactly the

@@ -287,6 +287,32 @@ def test_adapter_folders_round_trip_with_several_adapters(tmp_path):
         PeftModel.from_pretrained(Net(), tmp_path / "missing")
 
 
+def test_a_failed_adapter_save_leaves_every_adapter_folder_as_it_was(tmp_path, monkeypatch):
+    peft_model = get_peft_model(Net(), LoraConfig(r=2, target_modules=["head"]))
+    peft_model.add_adapter("other", LoraConfig(r=3, target_modules=["encoder.0"]))
+    peft_model.save_pretrained(tmp_path)
+    before = {str(p.relative_to(tmp_path)): p.read_bytes() for p in tmp_path.rglob("*")
+              if p.is_file()}
+    for name in ("default", "other"):
+        peft_model.set_adapter(name)
+        _randomize_trainable(peft_model)
+    numpy, calls = tg.Tensor.numpy, []
+
+    def failing(self, *args, **kwargs):  # the first tensor of the second adapter fails
+        calls.append(self)
+        if len(calls) == len(peft_model.adapter_state_dict("default")) + 1:
+            raise RuntimeError("cannot copy the tensor to the host")
+        return numpy(self, *args, **kwargs)
+    monkeypatch.setattr(tg.Tensor, "numpy", failing)
+    with pytest.raises(RuntimeError, match="cannot copy"):
+        peft_model.save_pretrained(tmp_path)
+    after = {str(p.relative_to(tmp_path)): p.read_bytes() for p in tmp_path.rglob("*")
+             if p.is_file()}
+    assert after == before  # the default adapter was not written either; no temporary files
+    assert sorted(after) == ["adapter_config.json", "adapter_model.safetensors",
+                             "other/adapter_config.json", "other/adapter_model.safetensors"]
+
+
 def test_a_wrapped_gpt_generates_with_its_adapter():
     peft_model = get_peft_model(_gpt(), LoraConfig(r=2, target_modules=["c_attn"],
                                                    init_lora_weights=False))
