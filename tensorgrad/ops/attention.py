@@ -107,16 +107,20 @@ def _block_of(buffer, rows, cols):
     return buffer[:rows * cols].reshape(rows, cols)
 
 
-def _exp_block(xp, kernels, s, top):
+def _online_step(xp, kernels, s, top, acc, total):
     """An online-softmax step over a (r, c) block of scores, in place: raises the rows' running
-    max `top` (r, 1) to cover the block and sets s = exp(s - new max). Returns the new max and
-    the block's row sums (r, 1)."""
+    max `top` (r, 1) to cover the block, rescales the sums so far, P V `acc` (r, Ev) and rowsum
+    P `total` (r, 1), to it, sets s = exp(s - new max) and adds its row sums to `total`."""
     if kernels is not None:
-        return kernels.exp_block_(s, top)
+        return kernels.online_step_(s, top, acc, total)
     new_top = xp.maximum(top, s.max(axis=-1, keepdims=True))
+    shrink = xp.exp(top - new_top)
+    acc *= shrink
+    total *= shrink
+    top[...] = new_top
     s -= new_top
     xp.exp(s, out=s)
-    return new_top, s.sum(axis=-1, keepdims=True)
+    total += s.sum(axis=-1, keepdims=True)
 
 
 def _exp_shifted(xp, kernels, s, shift):
@@ -199,13 +203,8 @@ def _tiled(xp, q, k, v, bias, mask, causal, scale):
             total = xp.zeros((rows.stop - rows.start, 1), q.dtype)  # rowsum P so far
             for cols in _spans(_visible(tk, rows, causal), KEY_TILE):
                 s = _masked_scores(xp, q_rows, ki, bias_i, mask_i, causal, rows, cols, buffer)
-                new_top, sums = _exp_block(xp, kernels, s, top)
-                rescale = xp.exp(top - new_top)
-                acc *= rescale
-                total *= rescale
-                total += sums
+                _online_step(xp, kernels, s, top, acc, total)
                 xp.matmul_into(s, vi[cols], acc, accumulate=True)  # (r, c) @ (c, Ev)
-                top = new_top
             acc *= 1 / total
             _zero_dead_rows(xp, acc, top)
             out[i][rows] = acc
