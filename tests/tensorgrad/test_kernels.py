@@ -4,6 +4,8 @@ With Numba installed, the rest of the suite runs the kernels (test_ops' gradchec
 parity tests); here every op that has a kernel also runs with the kernels switched off, and the
 two paths are compared directly, forward and backward, in float32 and float64.
 """
+import os
+
 import numpy as np
 import pytest
 
@@ -286,3 +288,32 @@ def test_an_unusable_numba_falls_back_to_the_array_code(monkeypatch):
     monkeypatch.setattr(numba, "njit", broken)
     with pytest.warns(RuntimeWarning, match="no locator available"):
         assert numpy_backend.load_kernels() is None
+
+
+def test_kernels_compile_without_warnings(tmp_path):
+    """Every kernel gpt_step and long attention use, compiled from nothing (an empty Numba cache,
+    as on a user's first run): Numba's own warnings (an inlined exp used twice in one loop once
+    set off its SSA check) would reach the user's console. About 7 s, in the default suite:
+    the kernels change often, and the warning shows only on a cold cache."""
+    import subprocess
+    import sys
+
+    code = """
+import warnings
+warnings.simplefilter("always")
+import tensorgrad as tg
+from tensorgrad import nn
+from tensorgrad.models import GPT, GPTConfig
+for t in (8, 300):  # the whole-matrix path and the tiled one
+    q, k, v = (tg.randn(1, 2, t, 16, requires_grad=True) for _ in range(3))
+    tg.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+model = GPT(GPTConfig.mini(vocab_size=32, block_size=16, n_layer=1, n_head=2, n_embd=16, d_ff=32))
+opt = nn.optim.AdamW(model.parameters(), lr=1e-3)
+model(tg.randint(0, 32, (2, 16)), tg.randint(0, 32, (2, 16)))[1].backward()
+opt.step()
+"""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr, done.stderr

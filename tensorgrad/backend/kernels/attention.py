@@ -1,6 +1,8 @@
 """Compiled twins of the row softmax inside tensorgrad/ops/attention.py (the whole-matrix path),
 of the tiled path's online-softmax steps and of the softmax part of its VJP (benchmarks/:
 attention, gpt_step)."""
+import math
+
 import numpy
 
 from .exp import exp
@@ -120,7 +122,9 @@ def _online_step_loop(s, top, acc, total):
         row = s[r]
         m = max(top[r, 0], _row_max(row, row.size))
         if m > top[r, 0]:  # what earlier blocks added up was relative to the old max
-            shrink = exp(top[r, 0] - m)
+            # one value a row: the C library's exp (a second inlined copy of the vectorised
+            # one in this loop makes Numba warn about its own SSA form)
+            shrink = math.exp(top[r, 0] - m)
             for j in range(acc.shape[1]):
                 acc[r, j] *= shrink
             total[r, 0] *= shrink
