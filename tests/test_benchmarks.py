@@ -281,3 +281,21 @@ def test_op_instructions_counts_under_callgrind():
 
     count = op_instructions.count("fwd", 200)
     assert 1_000 < count < 1_000_000  # thousands of instructions an op, not the whole process
+
+
+def test_interleaved_pairs_both_frameworks_on_each_case(capsys, monkeypatch):
+    """benchmarks/interleaved.py on toy sizes: every case times both frameworks in turn and
+    reports the median ratio inside its quartiles."""
+    pytest.importorskip("torch")
+    from benchmarks import interleaved
+
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(name, "1")  # main() sets them; restored after the test
+    rows = interleaved.main(["--tiny", "--pairs", "3"])
+    assert [r["workload"] for r in rows] == ["gpt_step", "mlp_step", "generate", "generate"]
+    for r in rows:
+        assert r["tensorgrad"] > 0 and r["torch"] > 0 and r["pairs"] == 3
+        assert r["q1"] <= r["ratio"] <= r["q3"]
+    assert "| gpt_step | B=2 T=16 |" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        interleaved.main(["--only", "matmul"])
