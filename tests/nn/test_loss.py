@@ -280,3 +280,19 @@ def test_losses_pass_second_order_gradcheck():
                lambda a: F.poisson_nll_loss(a, p, full=True),
                lambda a: F.gaussian_nll_loss(t, p, a * a + 0.1, full=True)):
         assert tg.gradcheck(fn, (x,)) and tg.gradgradcheck(fn, (x,))
+
+
+def test_cross_entropy_gradient_in_float32_is_softmax_minus_one_hot_to_rounding():
+    """Large float32 logits: the fused VJP's softmax must be as exact as the forward's. Rebuilt
+    as exp(logits - logsumexp) it carried the log-sum-exp's rounding (ulps of |lse| ~ 60: 4e-6)
+    into every probability, enough to turn the RLHF example's PPO stage (slow test)."""
+    rng = np.random.default_rng(3)
+    logits = (rng.standard_normal((256, 40)) * 8 + 50).astype(np.float32)
+    target = rng.integers(0, 40, 256)
+    x = tg.tensor(logits, requires_grad=True)
+    F.cross_entropy(x, tg.tensor(target), reduction="sum").backward()
+    shifted = np.exp(logits.astype(np.float64) - logits.max(1, keepdims=True))
+    expected = shifted / shifted.sum(1, keepdims=True)
+    expected[np.arange(256), target] -= 1
+    assert x.grad.dtype == np.float32
+    assert np.abs(np.asarray(x.grad) - expected).max() < 5e-7
