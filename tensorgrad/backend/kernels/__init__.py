@@ -12,7 +12,7 @@ arrays are handled (`supports`).
 """
 from .activation import (gelu_erf, gelu_erf_backward, gelu_tanh, gelu_tanh_backward,  # noqa: F401
                          relu, relu_backward)
-from .attention import (exp_shifted_, online_step_, hide_future_, softmax_rows,  # noqa: F401
+from .attention import (exp_shifted_, hide_future_, online_step_, softmax_rows,  # noqa: F401
                         softmax_rows_backward)
 from .index import scatter_add_rows  # noqa: F401
 from .jit import DTYPES

@@ -141,9 +141,9 @@ def online_step_(scores, top, acc, total):
     """One step of the online softmax over a (rows, keys) block of scores, all in place: each
     row's running max `top` (rows, 1) is raised to cover the block, what the earlier blocks
     summed, `acc` (rows, Ev) and `total` (rows, 1), is rescaled to the new max, the block
-    becomes exp(scores - max) and its row sums are added to `total`. NumPy takes nine calls and
-    passes; this one, holding Python's lock for one call instead of nine (attention T=4096,
-    1 and 2 threads)."""
+    becomes exp(scores - max) and its row sums are added to `total`. The array code takes ten
+    calls and as many passes; this is one pass, and one call holding Python's lock instead of
+    ten (attention T=4096, 1 and 2 threads)."""
     _online_step_loop(scores, top, acc, total)
 
 
