@@ -112,7 +112,8 @@ def _online_step(xp, kernels, s, top, acc, total):
     max `top` (r, 1) to cover the block, rescales the sums so far, P V `acc` (r, Ev) and rowsum
     P `total` (r, 1), to it, sets s = exp(s - new max) and adds its row sums to `total`."""
     if kernels is not None:
-        return kernels.online_step_(s, top, acc, total)
+        kernels.online_step_(s, top, acc, total)
+        return
     new_top = xp.maximum(top, s.max(axis=-1, keepdims=True))
     shrink = xp.exp(top - new_top)
     acc *= shrink

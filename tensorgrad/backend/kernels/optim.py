@@ -45,4 +45,3 @@ def add_scaled_(y, x, alpha):
     C-contiguous, x of y's shape and dtype; alpha in their dtype."""
     _add_scaled_loop(y.reshape(-1), flat(x), y.dtype.type(alpha))
     return y
-
