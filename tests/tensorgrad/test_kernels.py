@@ -272,6 +272,37 @@ def test_compiled_exp_is_within_an_ulp_of_the_true_exp():
     np.testing.assert_array_equal(exp_all(x64), [math.exp(v) for v in x64])
 
 
+def test_compiled_exp_of_nonpositive_values_is_the_same_exp():
+    """exp_nonpositive, the softmax's and the GELU gradient's exp (arguments <= 0): within an
+    ulp of the true exp over float32's whole nonpositive range, 0 below the smallest normal
+    result, NaN kept, and a positive argument taken as 0 (its contract, not an overflow)."""
+    import math
+
+    import numba
+
+    from tensorgrad.backend.kernels.exp import exp_nonpositive
+
+    @numba.njit
+    def exp_all(x):
+        out = np.empty_like(x)
+        for i in range(x.size):
+            out[i] = exp_nonpositive(x[i])
+        return out
+
+    x = np.linspace(-100, 0, 2_000_001, dtype=np.float32)
+    got, true = exp_all(x), np.exp(x.astype(np.float64))
+    assert got.dtype == np.float32
+    normal = true >= np.finfo(np.float32).tiny
+    ulp = np.spacing(true[normal].astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(got[normal] - true[normal]) / ulp) < 1.5
+    assert np.all(got[~normal] == 0)
+    edges = np.array([-np.inf, np.nan, 0, -0.0, 3.5, np.finfo(np.float32).min], np.float32)
+    np.testing.assert_array_equal(exp_all(edges), [0, np.nan, 1, 1, 1, 0])
+    x64 = np.linspace(-700, 0, 10_001)
+    np.testing.assert_array_equal(exp_all(x64), [math.exp(v) for v in x64])
+    assert exp_all(np.array([2.0]))[0] == 1.0
+
+
 def test_an_unusable_numba_falls_back_to_the_array_code(monkeypatch):
     import sys
 

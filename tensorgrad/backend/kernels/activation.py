@@ -4,7 +4,7 @@ import math
 
 import numpy
 
-from .exp import exp
+from .exp import exp, exp_nonpositive
 from .jit import flat, jit
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -142,7 +142,7 @@ def _gelu_erf_backward_loop(x, gate, g, gx, half, inv_sqrt_2pi):
     # with the compiled exp (exp.py: one loop where NumPy's exp took a pass of its own)
     for i in range(x.size):
         xi = x[i]
-        gx[i] = (half * gate[i] + xi * exp(-half * xi * xi) * inv_sqrt_2pi) * g[i]
+        gx[i] = (half * gate[i] + xi * exp_nonpositive(-half * xi * xi) * inv_sqrt_2pi) * g[i]
 
 
 def gelu_erf(x):

@@ -5,7 +5,7 @@ import math
 
 import numpy
 
-from .exp import exp
+from .exp import exp_nonpositive
 from .jit import flat, jit, rows_of
 
 
@@ -29,7 +29,7 @@ def _softmax_loop(s, queries, causal, lowest, scale):
         # float64 sum of float32 values vectorises at half the width
         total = numpy.float32(0.0)
         for j in range(stop):
-            e = exp((row[j] - top) * scale)
+            e = exp_nonpositive((row[j] - top) * scale)
             row[j] = e
             total += e
         inv = numpy.float32(1.0) / total
@@ -131,7 +131,7 @@ def _online_step_loop(s, top, acc, total):
             top[r, 0] = m
         added = numpy.float32(0.0)  # in the rows' own type, as in _softmax_loop
         for j in range(row.size):
-            e = exp(row[j] - m)
+            e = exp_nonpositive(row[j] - m)
             row[j] = e
             added += e
         total[r, 0] += added
@@ -152,7 +152,7 @@ def _exp_shifted_loop(s, shift):
     for r in range(s.shape[0]):
         m = shift[r, 0]
         for j in range(s.shape[1]):
-            s[r, j] = exp(s[r, j] - m)
+            s[r, j] = exp_nonpositive(s[r, j] - m)
 
 
 def exp_shifted_(scores, shift):
