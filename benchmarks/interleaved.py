@@ -2,6 +2,7 @@
 
     python benchmarks/interleaved.py                    # gpt_step, mlp_step, generate (B=1, B=8)
     python benchmarks/interleaved.py --only gpt_step --pairs 50
+    python benchmarks/interleaved.py --only attention --pairs 10 --threads 2   # T=4096
 
 run.py gives each framework a process of its own (so that a memory figure is that framework's
 alone) and pairs rounds taken seconds to minutes apart. On a machine whose speed drifts by tens
@@ -24,13 +25,15 @@ if __package__ in (None, ""):  # run as a script: make the `benchmarks` package 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FRAMEWORKS = ("tensorgrad", "torch")
-WORKLOADS = ("gpt_step", "mlp_step", "generate")
+WORKLOADS = ("gpt_step", "mlp_step", "generate", "attention")
+DEFAULT = ("gpt_step", "mlp_step", "generate")  # attention at T=4096 takes a minute more
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default=",".join(WORKLOADS),
-                        help=f"workloads, comma-separated (default: {','.join(WORKLOADS)})")
+    parser.add_argument("--only", default=",".join(DEFAULT),
+                        help=f"workloads, comma-separated, from {','.join(WORKLOADS)} "
+                             f"(default: {','.join(DEFAULT)})")
     parser.add_argument("--pairs", type=int, default=30, help="timed pairs per case (default 30)")
     parser.add_argument("--threads", type=int, default=1, help="BLAS and torch threads (default 1)")
     parser.add_argument("--tiny", action="store_true", help="toy sizes (checks the script)")
@@ -98,7 +101,19 @@ def _generate(mode, pairs):
     return rows
 
 
-_CASES = {"gpt_step": _gpt_step, "mlp_step": _mlp_step, "generate": _generate}
+def _attention(mode, pairs):
+    """Causal attention forward + backward at the target length (benchmarks/attention.py's
+    step, against torch's fused scaled_dot_product_attention)."""
+    from benchmarks import attention
+
+    T = 320 if mode == "tiny" else 4096  # tiny: still past one tile, the tiled path
+    calls = {"tensorgrad": attention.step_for("tensorgrad", T),
+             "torch": attention.step_for("torch sdpa", T)}
+    return [_timed("attention", f"T={T} causal fwd+bwd", "ms/step", calls, pairs)]
+
+
+_CASES = {"gpt_step": _gpt_step, "mlp_step": _mlp_step, "generate": _generate,
+          "attention": _attention}
 
 
 def _timed(workload, case, unit, calls, pairs, higher_is_better=False):

@@ -297,5 +297,7 @@ def test_interleaved_pairs_both_frameworks_on_each_case(capsys, monkeypatch):
         assert r["tensorgrad"] > 0 and r["torch"] > 0 and r["pairs"] == 3
         assert r["q1"] <= r["ratio"] <= r["q3"]
     assert "| gpt_step | B=2 T=16 |" in capsys.readouterr().out
+    attention, = interleaved.main(["--tiny", "--pairs", "2", "--only", "attention"])
+    assert attention["case"] == "T=320 causal fwd+bwd" and attention["torch"] > 0
     with pytest.raises(SystemExit):
         interleaved.main(["--only", "matmul"])
