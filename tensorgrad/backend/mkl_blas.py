@@ -285,6 +285,13 @@ def _offsets(batch, shape, strides):
     return offsets
 
 
+def gemm_function(dtype):
+    """MKL's cblas_?gemm for a float dtype, as the ctypes function compiled code calls
+    (kernels/tiled_attention.py: Numba calls it without ctypes' per-call conversions), or None
+    when there is no MKL or no such routine."""
+    return _gemm[dtype][0] if library() is not None and dtype in _gemm else None
+
+
 def gemm_into(a, b, out, accumulate):
     """out = a @ b, or out += a @ b with `accumulate` (BLAS's beta = 1), for 2-D float arrays,
     written into `out` (row-major, unit column stride): whether MKL took it (else the caller

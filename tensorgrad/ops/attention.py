@@ -194,6 +194,10 @@ def _tiled(xp, q, k, v, bias, mask, causal, scale):
     kernels = xp.kernels(q, k, v)
 
     def one_matrix(i, qi, ki, vi, bias_i, mask_i):  # writes out[i] and lse[i] only
+        if (kernels is not None and bias_i is None and mask_i is None
+                and kernels.tiled_forward_(qi, ki, vi, causal, scale, out[i], lse[i], TILE,
+                                           KEY_TILE)):
+            return  # the loop below, compiled (kernels/tiled_attention.py)
         # one block's scores at a time in one buffer, and the products written or added into
         # their targets: no fresh array, nor an add pass, per product (benchmarks/: attention)
         buffer = xp.empty(TILE * KEY_TILE, q.dtype)
@@ -327,6 +331,10 @@ def _tiled_vjp(xp, q, k, v, bias, mask, causal, scale, g, out, lse, needs):
 
     # writes its own matrix's gradients only (they have the broadcast batch dims, one per item)
     def one_matrix(_, qi, ki, vi, gi, oi, bias_i, mask_i, lse_i, dqi, dki, dvi, dbias_i):
+        if (kernels is not None and bias_i is None and mask_i is None
+                and kernels.tiled_backward_(qi, ki, vi, gi, oi, lse_i, causal, scale, dqi, dki,
+                                            dvi, TILE, KEY_TILE)):
+            return  # the loop below, compiled (kernels/tiled_attention.py)
         p_buffer, ds_buffer = xp.empty(TILE * KEY_TILE, q.dtype), xp.empty(TILE * KEY_TILE, q.dtype)
         for rows in _spans(tq, TILE):
             q_rows = qi[rows] * q.dtype.type(scale)  # (r, E); dQ is scaled once at the end

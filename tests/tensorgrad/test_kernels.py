@@ -241,6 +241,75 @@ def test_attention_kernels_pass_a_nan_on_as_the_array_code_does(tiled, monkeypat
     assert np.isnan(fused[0][0, 1, 2:]).all() and not np.isnan(fused[0][0, 1, :2]).any()
 
 
+class _ArrayLoopOnly:
+    """The kernels, less the tiled path's compiled block loops: the array loop then runs, with
+    the same per-block kernels."""
+
+    def __init__(self, kernels):
+        self._kernels = kernels
+
+    def __getattr__(self, name):
+        if name in ("tiled_forward_", "tiled_backward_"):
+            return lambda *args: False
+        return getattr(self._kernels, name)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("case", ["square", "more keys", "more queries", "views, GQA"])
+def test_compiled_tiled_loops_match_the_array_loop(case, causal, dtype, monkeypatch):
+    """The tiled path's whole block loops, compiled (kernels/tiled_attention.py, calling MKL),
+    against the same loop in array code, at sizes past one default tile: several row blocks,
+    key blocks cut at the causal diagonal, and transposed views read in place."""
+    from tensorgrad.backend import mkl_blas
+    from tensorgrad.backend.kernels import tiled_attention
+
+    if mkl_blas.gemm_function(np.dtype(dtype)) is None:
+        pytest.skip("no MKL: the compiled loops call its GEMM (pip install tensorgrad[mkl])")
+    rng = np.random.default_rng(3)
+    tq, tk = {"square": (600, 600), "more keys": (520, 900), "more queries": (900, 530),
+              "views, GQA": (560, 560)}[case]
+    if case == "views, GQA":  # (B, T, H, E) projections seen as (B, H, T, E); 4 query heads, 2 kv
+        q = rng.standard_normal((1, tq, 4, 16)).astype(dtype).transpose(0, 2, 1, 3)
+        k, v = (rng.standard_normal((1, tk, 2, 16)).astype(dtype).transpose(0, 2, 1, 3)
+                for _ in range(2))
+    else:
+        q = rng.standard_normal((2, 1, tq, 16)).astype(dtype)
+        k = rng.standard_normal((2, 1, tk, 16)).astype(dtype)
+        v = rng.standard_normal((2, 1, tk, 8)).astype(dtype)
+    probe = rng.standard_normal(q.shape[:-1] + (v.shape[-1],)).astype(dtype)
+    kernels = numpy_backend.load_kernels()
+    taken = []  # what the compiled forward answered, matrix by matrix
+    monkeypatch.setattr(kernels, "tiled_forward_",
+                        lambda *a: taken.append(tiled_attention.tiled_forward_(*a)) or taken[-1])
+    results = []
+    for chosen in (kernels, _ArrayLoopOnly(kernels)):
+        monkeypatch.setattr(CPU, "_kernels", chosen)
+        leaves = [tg.tensor(x, requires_grad=True) for x in (q, k, v)]
+        out = tg.scaled_dot_product_attention(*leaves, is_causal=causal, scale=0.3,
+                                              enable_gqa=True)
+        grads = tg.grad(out, leaves, tg.tensor(probe))
+        results.append([out.detach().numpy()] + [g.numpy() for g in grads])
+    assert taken and all(taken)  # the compiled loop ran, for every matrix
+    tolerance = 1e-12 if dtype == np.float64 else 3e-6
+    for compiled, array_loop in zip(*results):
+        assert compiled.dtype == dtype
+        np.testing.assert_allclose(compiled, array_loop, rtol=tolerance, atol=tolerance)
+
+
+def test_compiled_tiled_loops_step_aside_without_mkl(monkeypatch):
+    """No MKL GEMM to call (TENSORGRAD_BLAS=numpy, or no mkl wheel): the array loop runs."""
+    from tensorgrad.backend import mkl_blas
+    from tensorgrad.backend.kernels import tiled_attention
+
+    monkeypatch.setattr(mkl_blas, "gemm_function", lambda dtype: None)
+    q = np.ones((300, 8), np.float32)
+    out, lse = np.empty((300, 8), np.float32), np.empty((300, 1), np.float32)
+    assert not tiled_attention.tiled_forward_(q, q, q, True, 1.0, out, lse, 256, 512)
+    assert not tiled_attention.tiled_backward_(q, q, q, q, q, lse, True, 1.0, None, None, out,
+                                               256, 512)
+
+
 def test_compiled_exp_is_within_an_ulp_of_the_true_exp():
     import math
 

@@ -1,0 +1,154 @@
+"""The tiled attention path's block loops (tensorgrad/ops/attention.py `_tiled` and `_tiled_vjp`)
+compiled whole, for one (T, E) matrix with nothing masked but is_causal.
+
+Why: the array code makes 7 to 12 Python calls per block of scores, and each block product is a
+ctypes call into MKL of ~10 us (argument conversion, array addresses), all of it holding Python's
+lock. At T=4096 that is ~2,000 products per forward and backward: ~20 ms of one thread's time,
+and at two threads the pool's threads queue for the lock. Here the same loop runs compiled and
+without the lock: its products are the same MKL calls made from compiled code (0.2 us each),
+between the same online-softmax kernels (attention.py), so the results match the array code's
+(tests/tensorgrad/test_kernels.py; benchmarks/: attention T=4096, 1 and 2 threads).
+
+Both take the BLAS's cblas_?gemm as a ctypes function (mkl_blas.gemm_function) and arrays with a
+unit column stride, which is what the BLAS reads in place; the wrappers say False otherwise and
+the caller runs the array code.
+"""
+import math
+
+import numpy
+
+from .. import mkl_blas
+from .attention import (_exp_shifted_loop, _hide_future_loop, _online_step_loop,
+                        _softmax_backward_loop)
+from .jit import jit
+
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+
+
+@jit
+def _product(gemm, a, transpose_a, b, transpose_b, out, beta):
+    """out = A @ B + beta * out through the BLAS, A = a.T if transpose_a else a (B likewise):
+    2-D arrays with unit column strides, read in place."""
+    m, n = out.shape
+    inner = a.shape[0] if transpose_a else a.shape[1]
+    gemm(_ROW_MAJOR, _TRANS if transpose_a else _NO_TRANS, _TRANS if transpose_b else _NO_TRANS,
+         m, n, inner, 1.0, a.ctypes.data, a.strides[0] // a.itemsize, b.ctypes.data,
+         b.strides[0] // b.itemsize, beta, out.ctypes.data, out.strides[0] // out.itemsize)
+
+
+@jit
+def _scaled_rows(q, start, stop, scale, into):
+    """into[:stop - start] = q[start:stop] * scale: the block's queries, scaled once."""
+    rows = into[:stop - start]
+    for r in range(stop - start):
+        for j in range(q.shape[1]):
+            rows[r, j] = q[start + r, j] * scale
+    return rows
+
+
+@jit
+def _scores(gemm, q_rows, k, start, stop, first, causal, buffer, lowest):
+    """The (r, c) block of scores q_rows k[first:stop]^T in the start of `buffer`, the keys after
+    each query (query start + i is key start + i) set to `lowest` under is_causal."""
+    rows, cols = q_rows.shape[0], stop - first
+    s = buffer[:rows * cols].reshape(rows, cols)
+    _product(gemm, q_rows, False, k[first:stop], True, s, 0.0)
+    if causal and start + 1 - first < cols:  # only a diagonal block has a future
+        _hide_future_loop(s, rows, start - first, lowest)
+    return s
+
+
+@jit
+def _forward_loop(gemm, q, k, v, causal, scale, out, lse, tile, key_tile, lowest):
+    tq, tk, ev = q.shape[0], k.shape[0], v.shape[1]
+    q_buffer = numpy.empty((tile, q.shape[1]), q.dtype)
+    buffer = numpy.empty(tile * key_tile, q.dtype)
+    top = numpy.empty((tile, 1), q.dtype)  # the rows' running max
+    acc = numpy.empty((tile, ev), q.dtype)  # P V so far
+    total = numpy.empty((tile, 1), q.dtype)  # rowsum P so far
+    for start in range(0, tq, tile):
+        stop = min(start + tile, tq)
+        q_rows = _scaled_rows(q, start, stop, scale, q_buffer)
+        rows = stop - start
+        top_r, acc_r, total_r = top[:rows], acc[:rows], total[:rows]
+        top_r[:] = lowest
+        acc_r[:] = 0.0
+        total_r[:] = 0.0
+        visible = min(tk, stop) if causal else tk
+        for first in range(0, visible, key_tile):
+            last = min(first + key_tile, visible)
+            s = _scores(gemm, q_rows, k, start, last, first, causal, buffer, lowest)
+            _online_step_loop(s, top_r, acc_r, total_r)
+            _product(gemm, s, False, v[first:last], False, acc_r, 1.0)  # += (r, c) @ (c, Ev)
+        for r in range(rows):
+            # nothing visible: the row outputs 0 times what it summed (a NaN passes, as in the
+            # array code)
+            dead = top_r[r, 0] == lowest
+            inv = (0.0 if dead else 1.0) / total_r[r, 0]
+            for j in range(ev):
+                out[start + r, j] = acc_r[r, j] * inv
+            lse[start + r, 0] = math.inf if dead else top_r[r, 0] + math.log(total_r[r, 0])
+
+
+@jit
+def _backward_loop(gemm, q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, key_tile, lowest):
+    tq, tk = q.shape[0], k.shape[0]
+    q_buffer = numpy.empty((tile, q.shape[1]), q.dtype)
+    p_buffer = numpy.empty(tile * key_tile, q.dtype)
+    ds_buffer = numpy.empty(tile * key_tile, q.dtype)
+    delta = numpy.empty(tile, q.dtype)
+    for start in range(0, tq, tile):
+        stop = min(start + tile, tq)
+        q_rows = _scaled_rows(q, start, stop, scale, q_buffer)  # dQ is scaled once, by the caller
+        g_rows = g[start:stop]
+        for r in range(stop - start):  # rowsum(dO * O), FlashAttention's delta
+            d = numpy.float32(0.0)  # widens to the rows' type, as in attention.py's loops
+            for j in range(g.shape[1]):
+                d += g[start + r, j] * o[start + r, j]
+            delta[r] = d
+        visible = min(tk, stop) if causal else tk
+        for first in range(0, visible, key_tile):
+            last = min(first + key_tile, visible)
+            p = _scores(gemm, q_rows, k, start, last, first, causal, p_buffer, lowest)
+            _exp_shifted_loop(p, lse[start:stop])
+            if dv.size:
+                _product(gemm, p, True, g_rows, False, dv[first:last], 1.0)  # += P^T dO
+            if dq.size or dk.size:
+                ds = ds_buffer[:p.size].reshape(p.shape)
+                _product(gemm, g_rows, False, v[first:last], True, ds, 0.0)  # dO V^T
+                _softmax_backward_loop(ds, p, delta)
+                if dq.size:
+                    _product(gemm, ds, False, k[first:last], False, dq[start:stop], 1.0)
+                if dk.size:
+                    _product(gemm, ds, True, q_rows, False, dk[first:last], 1.0)  # dS^T (scale Q)
+
+
+def _takes(*arrays):
+    """Whether the BLAS can read every 2-D array in place: unit column stride, aligned."""
+    return all(a.strides[1] == a.itemsize and a.flags.aligned for a in arrays)
+
+
+def tiled_forward_(q, k, v, causal, scale, out, lse, tile, key_tile):
+    """The tiled forward of one matrix, q (Tq, E), k (Tk, E), v (Tk, Ev), written into out
+    (Tq, Ev) and the rows' log-sum-exps lse (Tq, 1): True, or False (nothing written) when the
+    BLAS or the arrays' layout rule it out."""
+    gemm = mkl_blas.gemm_function(q.dtype)
+    if gemm is None or not _takes(q, k, v, out, lse):
+        return False
+    _forward_loop(gemm, q, k, v, causal, q.dtype.type(scale), out, lse, tile, key_tile,
+                  numpy.finfo(q.dtype).min)
+    return True
+
+
+def tiled_backward_(q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, key_tile):
+    """The tiled VJP of one matrix: dO g and the forward's output o (Tq, Ev) and lse (Tq, 1) in,
+    dQ / scale, dK, dV added into dq, dk, dv (None: not wanted). True, or False (nothing
+    written) as tiled_forward_."""
+    gemm = mkl_blas.gemm_function(q.dtype)
+    none = numpy.empty((0, 1), q.dtype)  # stands for a gradient not wanted (size 0)
+    dq, dk, dv = (none if d is None else d for d in (dq, dk, dv))
+    if gemm is None or not _takes(q, k, v, g, o, lse, dq, dk, dv):
+        return False
+    _backward_loop(gemm, q, k, v, g, o, lse, causal, q.dtype.type(scale), dq, dk, dv, tile,
+                   key_tile, numpy.finfo(q.dtype).min)
+    return True
