@@ -6,10 +6,12 @@ its backward makes a pass per op. Inputs longer than one tile take a tiled path
 (FlashAttention's online softmax) that never holds the whole (Tq, Tk) matrix, forward or
 backward: it saves q, k, v, the additive bias, the (..., Tq, Ev) output and one log-sum-exp per
 query row, and its VJP rebuilds the probabilities block by block, so memory grows linearly with
-T. Shorter inputs (one tile of queries or keys) keep their probabilities for a VJP in four
-matmuls and a few passes. Under no_grad nothing is kept. The composite (`_attention_composite`,
-matmul -> softmax -> matmul) is what create_graph differentiates and what the tests compare
-against.
+T. With the Numba kernels and MKL, and nothing masked but is_causal, the block loops below run
+compiled (backend/kernels/tiled_attention.py): the same blocks, kernels and MKL products,
+without the Python between them. Shorter inputs (one tile of queries or keys) keep their
+probabilities for a VJP in four matmuls and a few passes. Under no_grad nothing is kept. The
+composite (`_attention_composite`, matmul -> softmax -> matmul) is what create_graph
+differentiates and what the tests compare against.
 
 Masks follow torch.nn.functional.scaled_dot_product_attention: a bool mask is True where a query
 MAY attend; a float mask is added to the scores (0 keeps, -inf removes) and may require grad
