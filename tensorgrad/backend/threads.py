@@ -7,9 +7,10 @@ fails where an op is a loop of small ones: the tiled attention path works one (T
 one block at a time, products of 256 x 64 x 512 that a second BLAS thread speeds up by a third,
 and its exponentials and compiled loops run on one core whatever the BLAS does. So that loop
 runs its independent matrices (batch x heads) on a pool of threads instead, each with a
-single-threaded BLAS: NumPy's array calls, the BLAS and the Numba kernels release the GIL, so
-the threads run side by side (benchmarks/: attention T=4096 at --threads 2, 1.3x faster than
-one thread; benchmarks/README.md has the figures and what is not yet understood).
+single-threaded BLAS. A matrix's compiled block loop (backend/kernels/tiled_attention.py) runs
+without Python's lock from start to end, so the threads run side by side (benchmarks/: attention
+T=4096 at --threads 2, 1.8-1.9x faster than one thread; with the loop in Python, whose array
+calls release the lock only while they run, 1.3-1.6x).
 
 The count starts from OMP_NUM_THREADS, as PyTorch's does, else the CPUs this process may run on.
 `set_num_threads(n)` sets it and the BLAS libraries' (through threadpoolctl, which finds
