@@ -4,6 +4,7 @@ With Numba installed, the rest of the suite runs the kernels (test_ops' gradchec
 parity tests); here every op that has a kernel also runs with the kernels switched off, and the
 two paths are compared directly, forward and backward, in float32 and float64.
 """
+import math
 import os
 
 import numpy as np
@@ -67,7 +68,6 @@ def test_kernels_match_the_array_code(name, shape, dtype, monkeypatch):
 def test_float32_erf_gelu_is_exact_to_float32_round_off():
     # The float32 kernel's erf is a rational approximation: held against math.erf in float64
     # (and against the composite) over the range where the gate changes and far past it.
-    import math
     x = np.concatenate([np.linspace(-8, 8, 40001), [0.0, 1e-30, -1e-30, 5.54, -5.55, 1e4, -1e4,
                                                     3e38, -3e38]]).astype(np.float32)
     gate = np.array([1.0 + math.erf(v * math.sqrt(0.5)) for v in x.astype(np.float64)])
@@ -297,22 +297,33 @@ def test_compiled_tiled_loops_match_the_array_loop(case, causal, dtype, monkeypa
         np.testing.assert_allclose(compiled, array_loop, rtol=tolerance, atol=tolerance)
 
 
-def test_compiled_tiled_loops_step_aside_without_mkl(monkeypatch):
-    """No MKL GEMM to call (TENSORGRAD_BLAS=numpy, or no mkl wheel): the array loop runs."""
+def test_compiled_tiled_loops_step_aside_for_what_the_blas_cannot_read(monkeypatch):
+    """Columns that do not step by one value, or rows that overlap, cannot be handed to the
+    BLAS in place, and without MKL (TENSORGRAD_BLAS=numpy, or no mkl wheel) there is no GEMM
+    to call: the wrappers then write nothing and the array loop runs."""
     from tensorgrad.backend import mkl_blas
     from tensorgrad.backend.kernels import tiled_attention
 
-    monkeypatch.setattr(mkl_blas, "gemm_function", lambda dtype: None)
     q = np.ones((300, 8), np.float32)
-    out, lse = np.empty((300, 8), np.float32), np.empty((300, 1), np.float32)
+    out, lse = np.zeros((300, 8), np.float32), np.zeros((300, 1), np.float32)
+    every_other = np.ones((300, 16), np.float32)[:, ::2]
+    overlapping = np.lib.stride_tricks.as_strided(q, (300, 8), (4, 4))
+    for bad in (every_other, overlapping):
+        assert not tiled_attention.tiled_forward_(bad, q, q, True, 1.0, out, lse, 256, 512)
+    assert not out.any() and not lse.any()
+    monkeypatch.setattr(mkl_blas, "gemm_function", lambda dtype: None)
     assert not tiled_attention.tiled_forward_(q, q, q, True, 1.0, out, lse, 256, 512)
     assert not tiled_attention.tiled_backward_(q, q, q, q, q, lse, True, 1.0, None, None, out,
                                                256, 512)
+    assert not out.any()
+    x = tg.randn(1, 1, 300, 8, requires_grad=True)
+    expected = tg.softmax((x @ x.mT).masked_fill(tg.ones(300, 300).triu(1).bool(), -math.inf)
+                          * 8 ** -0.5, -1) @ x
+    got = tg.scaled_dot_product_attention(x, x, x, is_causal=True)  # the array loop
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), atol=1e-5)
 
 
 def test_compiled_exp_is_within_an_ulp_of_the_true_exp():
-    import math
-
     import numba
 
     from tensorgrad.backend.kernels.exp import exp
@@ -345,8 +356,6 @@ def test_compiled_exp_of_nonpositive_values_is_the_same_exp():
     """exp_nonpositive, the softmax's and the GELU gradient's exp (arguments <= 0): within an
     ulp of the true exp over float32's whole nonpositive range, 0 below the smallest normal
     result, NaN kept, and a positive argument taken as 0 (its contract, not an overflow)."""
-    import math
-
     import numba
 
     from tensorgrad.backend.kernels.exp import exp_nonpositive

@@ -124,8 +124,10 @@ def _backward_loop(gemm, q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, ke
 
 
 def _takes(*arrays):
-    """Whether the BLAS can read every 2-D array in place: unit column stride, aligned."""
-    return all(a.strides[1] == a.itemsize and a.flags.aligned for a in arrays)
+    """Whether the BLAS can read every 2-D array in place, row-major: unit column stride, rows
+    that step forward by at least a row (its leading dimension), aligned."""
+    return all(a.strides[1] == a.itemsize and a.strides[0] >= a.shape[1] * a.itemsize
+               and a.strides[0] % a.itemsize == 0 and a.flags.aligned for a in arrays)
 
 
 def tiled_forward_(q, k, v, causal, scale, out, lse, tile, key_tile):
