@@ -15,8 +15,9 @@ Implementations:
   tensorgrad untiled    the same primitive forced onto its whole-matrix path
   tensorgrad composite  matmul -> masked_fill -> softmax -> matmul in tensorgrad ops
   tensorgrad products   the tiled path's matrix products alone (two per block forward, five
-                        backward, through the backend's matmul), nothing else: the floor the
-                        BLAS sets under the first row
+                        backward), nothing else, called from Python through the backend's
+                        matmul_into (~10 us of ctypes each): the BLAS's floor plus those calls,
+                        which the first row's compiled loop does not make
   torch eager           the same composite in PyTorch
   torch sdpa            torch.nn.functional.scaled_dot_product_attention (fused kernels)
 """
