@@ -12,6 +12,7 @@ Both take `key_padding_mask` True at padding keys (the name says what True means
 `tensorgrad.nn.masks`.
 """
 import tensorgrad as tg
+from tensorgrad.autograd import untracked_view
 
 from . import functional as F, init
 from .layers import Linear
@@ -77,7 +78,7 @@ class KVCache:
             self._storage[i] = buffer
             store = buffer.data
         store[..., length:end, :] = new_data
-        return buffer[..., :end, :]
+        return untracked_view(buffer, store[..., :end, :])  # buffer[..., :end, :], no op
 
     def reorder(self, indices):
         """Keep the batch rows `indices` (B_new,) int64, in that order: beam search continues
@@ -246,8 +247,15 @@ class Attention(Module):
         if key is None and self.fused:
             # (B, T, (H + 2 H_kv) D) -> (B, H + 2 H_kv, T, D), split into heads in one go
             h, kv = self.num_heads, self.n_kv_heads
-            qkv = self._heads(self.qkv_proj(query), h + 2 * kv)
-            # three slices rather than split(), which checks its sizes (once per layer per token)
+            qkv = self.qkv_proj(query)
+            if not qkv.requires_grad:
+                # Nothing to record (generate runs under no_grad): the same views taken on the
+                # array, where the ops cost a reshape and three slices per layer per token
+                heads = self._heads(qkv.data, h + 2 * kv)
+                q, k, v = heads[:, :h], heads[:, h:h + kv], heads[:, h + kv:]
+                return untracked_view(qkv, q), untracked_view(qkv, k), untracked_view(qkv, v)
+            qkv = self._heads(qkv, h + 2 * kv)
+            # three slices rather than split(), which checks its sizes
             return qkv[:, :h], qkv[:, h:h + kv], qkv[:, h + kv:]
         q = self._heads(self._linear(0, query), self.num_heads)
         if key is not None and cache is not None and len(cache):
@@ -271,10 +279,11 @@ class Attention(Module):
         return [self.inner_dim, kv_dim, kv_dim]
 
     def _heads(self, x, heads):
+        """(B, T, heads D) -> (B, heads, T, D), a Tensor or (_project) its array."""
         B, T, _ = x.shape
         if T == 1:  # one token (decoding): the same view in one op
             return x.reshape(B, heads, 1, self.head_dim)
-        return x.reshape(B, T, heads, self.head_dim).transpose(1, 2)  # (B, heads, T, D)
+        return x.reshape(B, T, heads, self.head_dim).swapaxes(1, 2)  # (B, heads, T, D)
 
     def _name(self):
         return f"Attention '{self._path}'" if self._path else "Attention"

@@ -6,7 +6,8 @@ is wanted, records a Node that remembers the primitive, its parents and only the
 VJP reads. `backward` walks the nodes in reverse topological order without recursion.
 
 grad_mode.py   the switches ops read: grad mode, anomaly detection, the current scope
-graph.py       Primitive, the PRIMITIVES registry, and the Node a recorded call leaves
+graph.py       Primitive, the PRIMITIVES registry, the Node a recorded call leaves, and
+               untracked_view (a view taken on arrays, recording nothing)
 backward.py    the backward walk: run_backward, backward, grad, sum_to
 """
 from .backward import (  # noqa: F401
@@ -16,4 +17,4 @@ from .grad_mode import (  # noqa: F401
     current_scope, detect_anomaly, enable_grad, enter_scope, inference_mode, is_grad_enabled,
     is_inference_mode_enabled, no_grad, scope, set_grad_enabled, set_scope,
 )
-from .graph import PRIMITIVES, Node, Primitive, primitive  # noqa: F401
+from .graph import PRIMITIVES, Node, Primitive, primitive, untracked_view  # noqa: F401

@@ -125,6 +125,19 @@ def primitive(name, **options):
     return register
 
 
+def untracked_view(base, array):
+    """`array`, a view of `base`'s array taken by array code (a slice, a reshape), as the Tensor
+    a view op gives when it records nothing: no node, and base's version counter, so that an
+    in-place write to either counts as a change of both. Only for a base that requires no grad:
+    one that does needs the view op, which records the view. For hot paths that take several
+    views of one tensor (nn.Attention's q, k, v and its KV cache's views when decoding, a
+    primitive call each otherwise: generate)."""
+    if base.requires_grad:
+        raise RuntimeError("untracked_view: the base tensor requires grad; take the view with "
+                           "tensor ops (slicing, reshape), which record it for backward")
+    return new_tensor(Tensor, array, base._backend, False, None, base._version)
+
+
 def _library_error(name, exc, datas):
     """Re-raise an array library's complaint with the op's name and what it was given."""
     inputs = ", ".join(f"{tuple(d.shape)} {d.dtype}" for d in datas if hasattr(d, "shape"))

@@ -179,6 +179,28 @@ def test_cache_appends_in_place_under_no_grad_and_by_cat_with_grad():
     assert cache._storage == [None, None] and len(cache) == 35
 
 
+@pytest.mark.parametrize("T", [1, 3])
+def test_unrecorded_projection_gives_the_recorded_views(T):
+    """With nothing to record (no_grad), the fused projection's q, k and v are taken on its
+    array: the same values, shapes and strides as the ops' views, sharing its version counter;
+    the cache hands back views of its buffers the same way."""
+    attn = Attention(16, 4, n_kv_heads=2)
+    x = tg.randn(2, T, 16)
+    recorded = attn._project(x, None, None, None)
+    assert all(t.requires_grad for t in recorded)
+    with tg.no_grad():
+        q, k, v = attn._project(x, None, None, None)
+        cache = KVCache()
+        key, value = cache.update(k, v)
+    for got, expected in zip((q, k, v), recorded):
+        assert got.shape == expected.shape and got.stride() == expected.stride()
+        np.testing.assert_array_equal(_np(got), _np(expected))
+        assert not got.requires_grad and got._version is q._version
+    np.testing.assert_array_equal(_np(key), _np(k))
+    assert key._version is cache._storage[0]._version
+    assert value._version is cache._storage[1]._version
+
+
 def test_cache_filled_with_grad_continues_in_place_under_no_grad():
     """A prompt cached with grad recording (a cat, no buffer), then decoding under no_grad:
     the first append copies what is cached into a new buffer and carries on in place."""

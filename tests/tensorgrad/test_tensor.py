@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import tensorgrad as tg
+from tensorgrad.autograd import untracked_view
 from tensorgrad.backend.numpy_backend import NumpyBackend
 
 
@@ -289,6 +290,20 @@ def test_mixing_devices_is_a_clear_error():
         here.add_(there)
     with pytest.raises(RuntimeError, match="indexing: a cpu tensor indexed with a cuda:7 tensor"):
         here[tg.Tensor._wrap(other.zeros(1, dtype=I64), other, False, None, None)]
+
+
+def test_untracked_view_shares_memory_and_version_and_refuses_grad():
+    """autograd.untracked_view: a view taken on the array, as the view ops give it when they
+    record nothing (the decoding path's slices)."""
+    base = tg.zeros(2, 3)
+    view = untracked_view(base, base.data[:, 1:])
+    assert view.shape == (2, 2) and not view.requires_grad and view.is_leaf
+    base.add_(1)  # one version counter: an in-place write to either shows in both
+    assert view._version is base._version and arr(view).sum() == 4
+    view.mul_(3)
+    assert arr(base).tolist() == [[1, 3, 3], [1, 3, 3]]
+    with pytest.raises(RuntimeError, match="untracked_view: the base tensor requires grad"):
+        untracked_view(tg.zeros(2, requires_grad=True), np.zeros(1))
 
 
 def test_mixing_real_devices(device):
