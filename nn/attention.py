@@ -178,11 +178,12 @@ class Attention(Module):
             q, k, v, attn_mask=mask, dropout_p=self.dropout_p if self.training else 0.0,
             is_causal=causal, scale=self.scale,
             enable_gqa=self.n_kv_heads != self.num_heads)  # (B, H, Tq, D)
-        tq = q.shape[-2]
+        B, tq = query.shape[0], q.shape[-2]
+        if tq == 1 and not out.requires_grad:  # decoding, nothing recorded: the view on the array
+            return self.out_proj(untracked_view(out, out.data.reshape(B, 1, self.inner_dim)))
         if tq > 1:
             out = out.transpose(1, 2)  # (B, Tq, H, D); with one query the reshape alone does it
-        out = out.reshape(query.shape[0], tq, self.inner_dim)  # (B, Tq, H D)
-        return self.out_proj(out)
+        return self.out_proj(out.reshape(B, tq, self.inner_dim))  # (B, Tq, H D)
 
     def attention_weights(self, query, key=None, value=None, attn_mask=None,
                           key_padding_mask=None, is_causal=False, positions=None):

@@ -5,7 +5,6 @@ it, so `state_dict` keys are the dotted attribute paths (`blocks.3.attn.qkv.weig
 Calling a module runs `forward` inside `tg.scope(<its dotted path>)`, so every node it creates
 names the module it came from; the graph renderer, anomaly reports and op errors read that name.
 """
-import threading
 from collections import OrderedDict, namedtuple
 
 import tensorgrad as tg
@@ -59,15 +58,6 @@ class RemovableHandle:
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
-class _CallState(threading.local):
-    """Per thread, as grad mode is: {id(module): dotted path} for the root call in progress in
-    this thread (None when none is), so two threads running two models name their own nodes."""
-
-    def __init__(self):
-        self.paths = None  # set in __init__: per-thread attributes read faster than defaults
-
-
-_call = _CallState()
 # Bumped whenever any module gains or loses a child: a root caches its paths until it changes.
 _tree_version = 0
 
@@ -380,14 +370,14 @@ class Module:
         return handle
 
     def __call__(self, *args, **kwargs):
-        call = _call
-        paths = call.paths
+        # The thread's switches looked up once, for the root call's module paths and for entering
+        # and leaving the scope, inline rather than through set_scope: a GPT-mini token makes 40
+        # module calls (generate).
+        switches = this_thread.switches
+        paths = switches.module_paths
         root = paths is None
         if root:
-            paths = call.paths = self._paths()
-        # The thread's switches looked up once for entering and leaving the scope, inline rather
-        # than through set_scope: a GPT-mini token makes 40 module calls (generate).
-        switches = this_thread.switches
+            paths = switches.module_paths = self._paths()
         previous = switches.scope
         path = paths.get(id(self))
         if path is not None:
@@ -409,7 +399,7 @@ class Module:
         finally:
             switches.scope = previous
             if root:
-                call.paths = None
+                switches.module_paths = None
         return output
 
     def _paths(self):

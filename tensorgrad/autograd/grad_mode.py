@@ -10,18 +10,21 @@ import threading
 
 
 class Switches:
-    """One thread's grad mode, anomaly mode and the dotted module path its nodes are named with.
+    """One thread's grad mode, anomaly mode and the dotted module path its nodes are named with,
+    and nn.Module's {id(module): dotted path} of the root call in progress in this thread (None
+    when none is), so two threads running two models name their own nodes.
 
     A plain slotted object: after the one thread-local lookup that finds it, its attributes
     read at the cost of a global's (op_overhead fwd), which a threading.local's own do not.
     """
-    __slots__ = ("grad_enabled", "anomaly", "scope", "inference")
+    __slots__ = ("grad_enabled", "anomaly", "scope", "inference", "module_paths")
 
     def __init__(self):
         self.grad_enabled = True
         self.anomaly = False
         self.scope = ""
         self.inference = False  # read only by is_inference_mode_enabled
+        self.module_paths = None  # read and written by nn.Module.__call__ only
 
 
 class _PerThread(threading.local):

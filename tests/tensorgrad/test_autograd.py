@@ -490,3 +490,27 @@ def test_a_gradient_in_a_broadcast_shape_is_still_summed_back(device, registry):
     x = tg.randn(3, 1, device=device, requires_grad=True)
     spreading(x).sum().backward()
     np.testing.assert_allclose(arr(x.grad), np.full((3, 1), 8.0))
+
+
+def test_one_tensor_calls_and_calls_with_none_take_the_same_rules(device, registry):
+    """Primitive.__call__ reads a lone tensor without its loop over arguments: it records,
+    skips recording, shares a view's version and names errors as a call with several does."""
+    @tg.autograd.primitive("halve_under_test", view=True)
+    def halve(xp, x, w=None):
+        if x.shape[-1] % 2:
+            raise ValueError("odd last dim")
+        return x[..., : x.shape[-1] // 2] if w is None else x * w
+
+    halve.defvjp(lambda ctx, g: (tg.cat([g, tg.zeros_like(g)], -1), None))
+    x = tg.randn(2, 4, device=device, requires_grad=True)
+    for out in (halve(x), halve(x, None)):  # one tensor; one tensor and a None
+        assert out.shape == (2, 2) and out.requires_grad and out.grad_fn.name == "halve_under_test"
+        assert out._version is x._version
+        grad, = tg.grad(out.sum(), x)
+        np.testing.assert_array_equal(arr(grad), [[1, 1, 0, 0]] * 2)
+    with tg.no_grad():
+        out = halve(x)
+    assert not out.requires_grad and out.grad_fn is None and out._version is x._version
+    with pytest.raises(ValueError, match=r"^halve_under_test: odd last dim; got inputs \(3,\) "
+                                         r"float32$"):
+        halve(tg.ones(3, device=device))
