@@ -66,29 +66,23 @@ class Primitive:
         return rule
 
     def __call__(self, *args, **attrs):
-        # The arrays, their backend and whether any input wants a gradient, with no helper
-        # calls: this runs for every op (op_overhead fwd). One tensor, the most frequent call,
-        # skips the loop (a third of a slice's call: generate).
-        if len(args) == 1 and args[0] is not None:
-            arg = args[0]
-            backend, datas, needs_grad = arg._backend, (arg.data,), arg.requires_grad
-        else:
-            backend = None
-            datas = []
-            needs_grad = False
-            for arg in args:
-                if arg is None:
-                    datas.append(None)
-                    continue
-                if backend is None:
-                    backend = arg._backend
-                elif arg._backend is not backend:
-                    devices = ", ".join(str(a.device) for a in args if a is not None)
-                    raise RuntimeError(f"{self.name}: expected all tensors on one device, got "
-                                       f"{devices}{where()}")
-                datas.append(arg.data)
-                if arg.requires_grad:
-                    needs_grad = True
+        # One pass over the arguments, no helper calls: this runs for every op (op_overhead fwd).
+        backend = None
+        datas = []
+        needs_grad = False
+        for arg in args:
+            if arg is None:
+                datas.append(None)
+                continue
+            if backend is None:
+                backend = arg._backend
+            elif arg._backend is not backend:
+                devices = ", ".join(str(a.device) for a in args if a is not None)
+                raise RuntimeError(f"{self.name}: expected all tensors on one device, got {devices}"
+                                   f"{where()}")
+            datas.append(arg.data)
+            if arg.requires_grad:
+                needs_grad = True
         try:
             out = self.forward(backend, *datas, **attrs)
         except (ValueError, TypeError, IndexError) as exc:

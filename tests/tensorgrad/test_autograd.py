@@ -493,8 +493,8 @@ def test_a_gradient_in_a_broadcast_shape_is_still_summed_back(device, registry):
 
 
 def test_one_tensor_calls_and_calls_with_none_take_the_same_rules(device, registry):
-    """Primitive.__call__ reads a lone tensor without its loop over arguments: it records,
-    skips recording, shares a view's version and names errors as a call with several does."""
+    """A primitive called on one tensor, or on a tensor and a None, records, skips recording,
+    shares a view's version and names its errors by the same rules."""
     @tg.autograd.primitive("halve_under_test", view=True)
     def halve(xp, x, w=None):
         if x.shape[-1] % 2:
