@@ -292,6 +292,14 @@ def gemm_function(dtype):
     return _gemm[dtype][0] if library() is not None and dtype in _gemm else None
 
 
+def takes_row_major(a):
+    """Whether the BLAS reads the 2-D array `a` in place as a row-major matrix (no transpose
+    flag, its row stride as leading dimension), by `_matrix`'s rules: what compiled callers of
+    gemm_function check before they pass an array's address."""
+    return (a.flags.aligned
+            and _matrix(a.shape, a.strides, a.itemsize) == (_NO_TRANS, a.strides[0] // a.itemsize))
+
+
 def gemm_into(a, b, out, accumulate):
     """out = a @ b, or out += a @ b with `accumulate` (BLAS's beta = 1), for 2-D float arrays,
     written into `out` (row-major, unit column stride): whether MKL took it (else the caller

@@ -9,9 +9,9 @@ without the lock: its products are the same MKL calls made from compiled code (0
 between the same online-softmax kernels (attention.py), so the results match the array code's
 (tests/tensorgrad/test_kernels.py; benchmarks/: attention T=4096, 1 and 2 threads).
 
-Both take the BLAS's cblas_?gemm as a ctypes function (mkl_blas.gemm_function) and arrays with a
-unit column stride, which is what the BLAS reads in place; the wrappers say False otherwise and
-the caller runs the array code.
+Both take the BLAS's cblas_?gemm as a ctypes function (mkl_blas.gemm_function) and arrays the
+BLAS reads in place as row-major matrices (mkl_blas.takes_row_major); the wrappers say False
+otherwise and the caller runs the array code.
 """
 import math
 
@@ -123,19 +123,12 @@ def _backward_loop(gemm, q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, ke
                     _product(gemm, ds, True, q_rows, False, dk[first:last], 1.0)  # dS^T (scale Q)
 
 
-def _takes(*arrays):
-    """Whether the BLAS can read every 2-D array in place, row-major: unit column stride, rows
-    that step forward by at least a row (its leading dimension), aligned."""
-    return all(a.strides[1] == a.itemsize and a.strides[0] >= a.shape[1] * a.itemsize
-               and a.strides[0] % a.itemsize == 0 and a.flags.aligned for a in arrays)
-
-
 def tiled_forward_(q, k, v, causal, scale, out, lse, tile, key_tile):
     """The tiled forward of one matrix, q (Tq, E), k (Tk, E), v (Tk, Ev), written into out
     (Tq, Ev) and the rows' log-sum-exps lse (Tq, 1): True, or False (nothing written) when the
     BLAS or the arrays' layout rule it out."""
     gemm = mkl_blas.gemm_function(q.dtype)
-    if gemm is None or not _takes(q, k, v, out, lse):
+    if gemm is None or not all(map(mkl_blas.takes_row_major, (q, k, v, out, lse))):
         return False
     _forward_loop(gemm, q, k, v, causal, q.dtype.type(scale), out, lse, tile, key_tile,
                   numpy.finfo(q.dtype).min)
@@ -149,7 +142,7 @@ def tiled_backward_(q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, key_til
     gemm = mkl_blas.gemm_function(q.dtype)
     none = numpy.empty((0, 1), q.dtype)  # stands for a gradient not wanted (size 0)
     dq, dk, dv = (none if d is None else d for d in (dq, dk, dv))
-    if gemm is None or not _takes(q, k, v, g, o, lse, dq, dk, dv):
+    if gemm is None or not all(map(mkl_blas.takes_row_major, (q, k, v, g, o, lse, dq, dk, dv))):
         return False
     _backward_loop(gemm, q, k, v, g, o, lse, causal, q.dtype.type(scale), dq, dk, dv, tile,
                    key_tile, numpy.finfo(q.dtype).min)
