@@ -183,7 +183,7 @@ def test_relu_kernel_keeps_nan_and_gives_zero_gradient_at_zero():
 
 
 
-@pytest.mark.parametrize("scale", [None, -0.7])  # the kernel scales (before the max if < 0)
+@pytest.mark.parametrize("scale", [None, -0.7, 0.0])  # the kernels scale (before the max if <= 0)
 @pytest.mark.parametrize("tiled", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("shapes", [

@@ -82,20 +82,22 @@ def softmax_rows(scores, causal, masked=False, scale=1.0):
 
 
 @jit
-def _softmax_backward_loop(ds, p, delta):
+def _softmax_backward_loop(ds, p, delta, scale):
     rows, cols = ds.shape
     for r in range(rows):
         d = delta[r]
         for j in range(cols):
-            ds[r, j] = p[r, j] * (ds[r, j] - d)
+            ds[r, j] = p[r, j] * (ds[r, j] - d) * scale
 
 
-def softmax_rows_backward(dp, p, delta):
-    """dS = P * (dP - delta) for dp and p of one shape (..., Tq, Tk) and delta (..., Tq, 1):
-    the softmax part of attention's VJP in one pass, in place over dp when it is C-contiguous."""
+def softmax_rows_backward(dp, p, delta, scale=1.0):
+    """dS = P * (dP - delta), times `scale`, for dp and p of one shape (..., Tq, Tk) and delta
+    (..., Tq, 1): the softmax part of attention's VJP in one pass, in place over dp when it is
+    C-contiguous. The scale is the scores' (dQ and dK are products with dS * scale): applied
+    here, it costs no pass of its own (gpt_step)."""
     keys = dp.shape[-1]
     rows = rows_of(dp, keys)
-    _softmax_backward_loop(rows, rows_of(p, keys), flat(delta))
+    _softmax_backward_loop(rows, rows_of(p, keys), flat(delta), dp.dtype.type(scale))
     return rows.reshape(dp.shape)
 
 

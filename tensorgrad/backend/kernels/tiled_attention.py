@@ -97,6 +97,7 @@ def _backward_loop(gemm, q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, ke
     p_buffer = numpy.empty(tile * key_tile, q.dtype)
     ds_buffer = numpy.empty(tile * key_tile, q.dtype)
     delta = numpy.empty(tile, q.dtype)
+    one = numpy.float32(1.0)  # dS unscaled (widens with float64): its products take scaled Q
     for start in range(0, tq, tile):
         stop = min(start + tile, tq)
         q_rows = _scaled_rows(q, start, stop, scale, q_buffer)  # dQ is scaled once, by the caller
@@ -116,7 +117,7 @@ def _backward_loop(gemm, q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, ke
             if dq.size or dk.size:
                 ds = ds_buffer[:p.size].reshape(p.shape)
                 _product(gemm, g_rows, False, v[first:last], True, ds, 0.0)  # dO V^T
-                _softmax_backward_loop(ds, p, delta)
+                _softmax_backward_loop(ds, p, delta, one)
                 if dq.size:
                     _product(gemm, ds, False, k[first:last], False, dq[start:stop], 1.0)
                 if dk.size:
