@@ -271,6 +271,10 @@ def _attention(xp, q, k, v, bias, mask, causal, scale, dropout):
     whole = slice(0, q.shape[-2]), slice(0, k.shape[-2])
     kernels = xp.kernels(q, k, bias)
     masked = bias is not None or mask is not None
+    if kernels is not None and not masked and dropout is None:
+        compiled = kernels.whole_forward(q, k, v, causal, scale)  # (out, p), or None
+        if compiled is not None:
+            return compiled  # the code below, compiled (kernels/whole_attention.py)
     # With nothing else masked, the backend's fused kernel (if any) applies is_causal and the
     # scale itself: no scaled copy of q (benchmarks/: gpt_step)
     in_kernel = kernels is not None and not masked
@@ -309,6 +313,11 @@ def _whole_vjp(xp, q, k, v, dropout, scale, g, out, p, needs):
     (read only: backward may run twice). Each is one product, returned as it comes (dK and dV
     as transposed views), not added into zero-filled arrays (benchmarks/: gpt_step)."""
     needs_q, needs_k, needs_v, needs_bias = needs
+    kernels = xp.kernels(q, k, v, g)
+    if kernels is not None and dropout is None and not needs_bias:
+        grads = kernels.whole_backward(q, k, v, g, out, p, scale, needs_q, needs_k, needs_v)
+        if grads is not None:
+            return grads + (None,)  # the code below, compiled (kernels/whole_attention.py)
     dv = _transposed_product(xp, p if dropout is None else p * dropout, g) if needs_v else None
     if not (needs_q or needs_k or needs_bias):
         return None, None, dv, None

@@ -2,8 +2,8 @@
 each is the compiled twin of the array code in the op's own file (activation.py <->
 ops/activation.py, norm.py <-> ops/norm.py, attention.py <-> ops/attention.py) and makes one pass
 over memory where the array code makes several (one NumPy call per arithmetic step, each writing a
-temporary). tiled_attention.py is the twin of a whole loop, ops/attention.py's tiled path, whose
-block products it makes itself through MKL.
+temporary). tiled_attention.py and whole_attention.py are twins of whole loops, ops/attention.py's tiled
+and whole-matrix paths, whose products they make themselves through MKL.
 
 The NumPy backend hands this package out through `backend.kernels(*arrays)` when Numba is
 installed (`pip install tensorgrad[fast]`) and TENSORGRAD_NUMBA is not 0; otherwise that returns
@@ -20,6 +20,7 @@ from .jit import DTYPES
 from .norm import norm_rows, norm_rows_backward  # noqa: F401
 from .optim import adam_step, add_scaled_  # noqa: F401
 from .tiled_attention import tiled_backward_, tiled_forward_  # noqa: F401
+from .whole_attention import whole_backward, whole_forward  # noqa: F401
 
 
 def supports(arrays):

@@ -1,0 +1,104 @@
+"""The whole-matrix attention path (tensorgrad/ops/attention.py `_attention` and `_whole_vjp`)
+compiled whole over a batch of (T, E) matrices, for inputs with nothing masked but is_causal.
+
+Why: the array code makes each step once for the whole batch: the scores of all B * H matrices
+(gpt_step: 64 of 128 x 128, 4 MiB in float32), then the softmax over all of them, then P V. Each
+step reads what the one before wrote after it has left the core's L2. Here one matrix at a time
+goes through all the steps while its scores (64 KiB) stay in cache; the products are the same
+MKL calls, made from compiled code (as kernels/tiled_attention.py does), between the same
+softmax kernels (attention.py), and the loop runs without Python's lock.
+
+The forward keeps P, which the VJP reads (as the array code does); the VJP rebuilds nothing.
+Both take 3-D or 4-D q, k and v with the same batch dims (no broadcasting) whose matrices the
+BLAS reads in place (mkl_blas.takes_row_major); the wrappers return None otherwise and the
+caller runs the array code (tests/tensorgrad/test_kernels.py; benchmarks/: gpt_step).
+"""
+import numpy
+
+from .. import mkl_blas
+from .attention import _softmax_backward_loop, _softmax_loop
+from .jit import jit
+from .tiled_attention import _product
+
+
+@jit
+def _forward_loop(gemm, q, k, v, causal, scale, out, p, unmasked):
+    for b in range(q.shape[0]):
+        for h in range(q.shape[1]):
+            s = p[b, h]  # (Tq, Tk): the scores, then the probabilities in their place
+            _product(gemm, q[b, h], False, k[b, h], True, s, 0.0)  # Q K^T
+            _softmax_loop(s, s.shape[0], causal, unmasked, scale)
+            _product(gemm, s, False, v[b, h], False, out[b, h], 0.0)  # P V
+
+
+@jit
+def _backward_loop(gemm, q, k, v, g, o, p, scale, dq, dk, dv, ds):
+    delta = numpy.empty(q.shape[2], q.dtype)
+    for b in range(q.shape[0]):
+        for h in range(q.shape[1]):
+            pi, gi, oi = p[b, h], g[b, h], o[b, h]
+            if dv.size:
+                _product(gemm, pi, True, gi, False, dv[b, h], 0.0)  # P^T dO
+            if not (dq.size or dk.size):
+                continue
+            for r in range(gi.shape[0]):  # rowsum(dO * O), FlashAttention's delta
+                d = numpy.float32(0.0)  # widens to the rows' type, as in attention.py's loops
+                for j in range(gi.shape[1]):
+                    d += gi[r, j] * oi[r, j]
+                delta[r] = d
+            _product(gemm, gi, False, v[b, h], True, ds, 0.0)  # dO V^T
+            _softmax_backward_loop(ds, pi, delta, scale)  # dS * scale
+            if dq.size:
+                _product(gemm, ds, False, k[b, h], False, dq[b, h], 0.0)  # dS K
+            if dk.size:
+                _product(gemm, ds, True, q[b, h], False, dk[b, h], 0.0)  # dS^T Q
+
+
+def whole_forward(q, k, v, causal, scale):
+    """(out, p): softmax(q k^T * scale) v and the probabilities, for q (..., Tq, E), k (..., Tk,
+    E), v (..., Tk, Ev) with one batch shape of one or two dims; causal: top-left, as is_causal.
+    None when the BLAS, the layouts or a scale <= 0 (the softmax kernel's own case) rule it out."""
+    gemm = _gemm_for(q, k, v)
+    if gemm is None or not scale > 0:
+        return None
+    batch, tq, tk = q.shape[:-2], q.shape[-2], k.shape[-2]
+    out = numpy.empty(batch + (tq, v.shape[-1]), q.dtype)
+    p = numpy.empty(batch + (tq, tk), q.dtype)
+    # no score is "removed" (the softmax kernel's lowest): NaN, which equals nothing
+    _forward_loop(gemm, *_four_dims(q, k, v), causal, q.dtype.type(scale), *_four_dims(out, p),
+                  q.dtype.type(numpy.nan))
+    return out, p
+
+
+def whole_backward(q, k, v, g, o, p, scale, needs_q, needs_k, needs_v):
+    """(dq, dk, dv), None where not needed, from dO g and the forward's output o and
+    probabilities p (read only); None when the BLAS or the layouts rule it out (as whole_forward)."""
+    gemm = _gemm_for(q, k, v, g, o, p)
+    if gemm is None:
+        return None
+    none = numpy.empty((0, 0, 0, 0), q.dtype)  # stands for a gradient not wanted (size 0)
+    grads = [numpy.empty(x.shape, x.dtype) if needed else None
+             for x, needed in ((q, needs_q), (k, needs_k), (v, needs_v))]
+    _backward_loop(gemm, *_four_dims(q, k, v, g, o, p), q.dtype.type(scale),
+                   *(none if d is None else _four_dims(d)[0] for d in grads),
+                   numpy.empty(p.shape[-2:], q.dtype))
+    return tuple(grads)
+
+
+def _gemm_for(q, *arrays):
+    """MKL's gemm for these arrays, or None: they need one dtype, q's batch shape (one or two
+    dims), aligned memory, and matrices the BLAS reads in place (checked on each array's first:
+    the others share its strides)."""
+    gemm = mkl_blas.gemm_function(q.dtype)
+    if gemm is None or q.ndim not in (3, 4):
+        return None
+    for a in (q,) + arrays:
+        if (a.shape[:-2] != q.shape[:-2] or a.dtype != q.dtype or a.size == 0
+                or not mkl_blas.takes_row_major(a[(0,) * (a.ndim - 2)])):
+            return None
+    return gemm
+
+
+def _four_dims(*arrays):
+    """(B, H, T, E) views: a 3-D array gets a leading dim of 1."""
+    return tuple(a if a.ndim == 4 else a[None] for a in arrays)

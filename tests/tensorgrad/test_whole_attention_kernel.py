@@ -1,0 +1,121 @@
+"""The whole-matrix attention path compiled over its batch (kernels/whole_attention.py) against
+the same path in array code with the same per-step kernels, and the cases it leaves to that code."""
+import numpy as np
+import pytest
+
+import tensorgrad as tg
+from tensorgrad.backend import get_backend, mkl_blas, numpy_backend
+
+CPU = get_backend("cpu")
+pytest.importorskip("numba", reason="numba is not installed: the CPU backend runs without "
+                                    "fused kernels (pip install tensorgrad[fast])")
+
+
+class _WholeLoopsOff:
+    """The kernels, less the compiled whole-matrix loops: the array code then runs, with the same
+    softmax kernels."""
+
+    def __init__(self, kernels):
+        self._kernels = kernels
+
+    def __getattr__(self, name):
+        if name in ("whole_forward", "whole_backward"):
+            return lambda *args: None
+        return getattr(self._kernels, name)
+
+
+def _inputs(case, dtype, rng):
+    """q, k, v for a case; 'packed' slices them out of one (B, T, 3, H, E) projection, as a fused
+    qkv Linear does, so that each is a strided view the BLAS reads in place."""
+    if case == "packed":
+        qkv = rng.standard_normal((2, 12, 3, 3, 8)).astype(dtype)
+        return tuple(qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
+    tq, tk = {"square": (9, 9), "more keys": (5, 11), "more queries": (11, 4)}.get(case, (7, 7))
+    batch = (3,) if case == "3-D" else (2, 3)
+    q = rng.standard_normal(batch + (tq, 8)).astype(dtype)
+    k = rng.standard_normal(batch + (tk, 8)).astype(dtype)
+    v = rng.standard_normal(batch + (tk, 5)).astype(dtype)
+    return q, k, v
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scale", [None, 0.3])
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("wanted", ["q k v", "q", "k", "v"])
+@pytest.mark.parametrize("mask", [None, "bool"])
+@pytest.mark.parametrize("case", ["square", "more keys", "more queries", "3-D", "packed"])
+def test_compiled_whole_path_matches_the_array_code(case, mask, wanted, causal, scale, dtype,
+                                                    monkeypatch):
+    """Forward and VJP, compiled, against the array code; with a bool mask the forward is the
+    array code's and the VJP, which reads only P, still runs compiled (a query that sees no key
+    included)."""
+    if mkl_blas.gemm_function(np.dtype(dtype)) is None:
+        pytest.skip("no MKL: the compiled loops call its GEMM (pip install tensorgrad[mkl])")
+    rng = np.random.default_rng(11)
+    arrays = _inputs(case, dtype, rng)
+    probe = rng.standard_normal(arrays[0].shape[:-1] + (arrays[2].shape[-1],)).astype(dtype)
+    kernels = numpy_backend.load_kernels()
+    keep = None
+    if mask == "bool":
+        keep = rng.random(arrays[0].shape[-2:-1] + arrays[1].shape[-2:-1]) < 0.7
+        keep[1] = False
+    taken = {}  # whether the compiled forward and VJP ran
+    for name in ("whole_forward", "whole_backward"):
+        def answer(*a, _f=getattr(kernels, name), _n=name):
+            taken[_n] = _f(*a)
+            return taken[_n]
+        monkeypatch.setattr(kernels, name, answer)
+    results = []
+    for chosen in (kernels, _WholeLoopsOff(kernels)):
+        monkeypatch.setattr(CPU, "_kernels", chosen)
+        leaves = [tg.tensor(x, requires_grad=name in wanted.split())
+                  for x, name in zip(arrays, "qkv")]
+        out = tg.scaled_dot_product_attention(
+            *leaves, attn_mask=None if keep is None else tg.tensor(keep), is_causal=causal,
+            scale=scale)
+        grads = tg.grad(out, [t for t in leaves if t.requires_grad], tg.tensor(probe))
+        results.append([out.detach().numpy()] + [g.numpy() for g in grads])
+    assert taken["whole_backward"] is not None
+    assert (taken.get("whole_forward") is not None) == (mask is None)
+    tolerance = 1e-12 if dtype == np.float64 else 3e-6
+    for compiled, array_code in zip(*results):
+        assert compiled.dtype == dtype
+        np.testing.assert_allclose(compiled, array_code, rtol=tolerance, atol=tolerance)
+
+
+def test_compiled_whole_path_steps_aside_for_what_it_does_not_take(monkeypatch):
+    """Broadcast batch dims, more than two of them, a scale <= 0, columns that do not step by
+    one value, and no MKL: the wrappers say None and the array code runs."""
+    from tensorgrad.backend.kernels import whole_attention as whole
+
+    q = np.ones((2, 3, 6, 4), np.float32)
+    every_other = np.ones((2, 3, 6, 8), np.float32)[..., ::2]
+    assert whole.whole_forward(q, q[:1], q[:1], True, 0.5) is None  # k, v broadcast over B
+    assert whole.whole_forward(q[None], q[None], q[None], True, 0.5) is None  # 5-D
+    assert whole.whole_forward(q, q, q, True, 0.0) is None
+    assert whole.whole_forward(q, every_other, q, True, 0.5) is None
+    assert whole.whole_backward(q, q, q, every_other, q, q[..., :6], 0.5, True, True, True) \
+        is None
+    assert whole.whole_forward(q, q, q, True, 0.5) is not None  # and what it does take
+    monkeypatch.setattr(mkl_blas, "gemm_function", lambda dtype: None)
+    assert whole.whole_forward(q, q, q, True, 0.5) is None
+    assert whole.whole_backward(q, q, q, q, q, q[..., :6], 0.5, True, True, True) is None
+
+
+@pytest.mark.parametrize("what", ["float bias", "dropout", "GQA"])
+def test_biases_dropout_and_gqa_take_the_array_code(what, monkeypatch):
+    """The compiled loops have no bias, dropout or head groups: with those neither runs (a bias
+    that needs its gradient, dS itself, keeps the VJP in array code too)."""
+    kernels = numpy_backend.load_kernels()
+    compiled = []
+    for name in ("whole_forward", "whole_backward"):
+        monkeypatch.setattr(kernels, name, lambda *a, _f=getattr(kernels, name):
+                            compiled.append(_f(*a) is not None) or None)
+    monkeypatch.setattr(CPU, "_kernels", kernels)
+    q = tg.randn(2, 4, 6, 8, requires_grad=True)
+    kv = tg.randn(2, 2 if what == "GQA" else 4, 6, 8, requires_grad=True)
+    options = {"float bias": dict(attn_mask=tg.randn(6, 6, requires_grad=True)),
+               "dropout": dict(dropout_p=0.5),
+               "GQA": dict(enable_gqa=True)}[what]
+    tg.scaled_dot_product_attention(q, kv, kv, **options).sum().backward()
+    assert not any(compiled) and q.grad is not None
