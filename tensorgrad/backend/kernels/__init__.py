@@ -2,8 +2,8 @@
 each is the compiled twin of the array code in the op's own file (activation.py <->
 ops/activation.py, norm.py <-> ops/norm.py, attention.py <-> ops/attention.py) and makes one pass
 over memory where the array code makes several (one NumPy call per arithmetic step, each writing a
-temporary). tiled_attention.py and whole_attention.py are twins of whole loops, ops/attention.py's tiled
-and whole-matrix paths, whose products they make themselves through MKL.
+temporary). tiled_attention.py and whole_attention.py are twins of whole loops, ops/attention.py's
+tiled and whole-matrix paths, whose products they make themselves through MKL.
 
 The NumPy backend hands this package out through `backend.kernels(*arrays)` when Numba is
 installed (`pip install tensorgrad[fast]`) and TENSORGRAD_NUMBA is not 0; otherwise that returns

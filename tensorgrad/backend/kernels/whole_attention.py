@@ -72,7 +72,8 @@ def whole_forward(q, k, v, causal, scale):
 
 def whole_backward(q, k, v, g, o, p, scale, needs_q, needs_k, needs_v):
     """(dq, dk, dv), None where not needed, from dO g and the forward's output o and
-    probabilities p (read only); None when the BLAS or the layouts rule it out (as whole_forward)."""
+    probabilities p (read only); None when the BLAS or the layouts rule it out, as for
+    whole_forward."""
     gemm = _gemm_for(q, k, v, g, o, p)
     if gemm is None:
         return None
