@@ -23,6 +23,7 @@ import math
 import os
 import site
 import sys
+import threading
 
 import numpy
 
@@ -37,6 +38,15 @@ _INT_MAX = 2**31 - 1  # MKL_INT is a C int in the LP64 interface we ask for
 # 10 us, more than MKL saves below this size (one thread: 16 x 128 @ 128 x 384 ties, 32 rows
 # wins 1.1-1.2x; decoding's one-row products are 3x faster through NumPy).
 MIN_WORK = 2**20
+
+# Products under this many multiply-adds run on one MKL thread, whatever the thread count. On
+# this 2-core machine MKL's second thread (a GNU OpenMP worker, spinning between a training
+# step's products) slowed everything else the step runs: gpt_step at two threads took 311 ms
+# against 152 at one, 157 with its products on one thread (the largest, 2048 x 512 x 128, alone
+# 1.9 -> 1.4 ms on two). From about 1024^3 the second thread pays even with work in between
+# (15.5 -> 10.3 ms a product), so such products still get the process's count.
+THREADED_WORK = 2**30
+_local = threading.local()  # .threads: what this thread last asked of MKL (its count is per thread)
 
 _FLOAT32, _FLOAT64 = numpy.dtype("float32"), numpy.dtype("float64")
 _lib = ...  # the loaded library (a ctypes.CDLL), None when there is none; ... until first use
@@ -116,6 +126,12 @@ def _bind(lib):
         _grouped[dtype] = grouped
 
 
+def _one_thread_here():
+    """A pool thread's MKL runs on one thread: the pool's threads take the cores."""
+    _lib.MKL_Set_Num_Threads_Local(1)
+    _local.threads = 1
+
+
 def library():
     """The loaded libmkl_rt, or None (TENSORGRAD_BLAS=numpy, or MKL not installed)."""
     global _lib
@@ -129,7 +145,7 @@ def library():
             if threads.chosen_num_threads() is not None:
                 _lib.MKL_Set_Num_Threads(threads.chosen_num_threads())
             threads.libraries_changed()
-            threads.on_pool_threads(lambda lib=_lib: lib.MKL_Set_Num_Threads_Local(1))
+            threads.on_pool_threads(_one_thread_here)
     return _lib
 
 
@@ -229,6 +245,7 @@ def matmul(a, b):
         return None
     (trans_a, lda), (trans_b, ldb) = layout_a, layout_b
     gemm, gemm_batch, scalar = _gemm[dtype]
+    _threads_for(max(a.size * n, b.size * m))
     if a.ndim == 2 and b.ndim == 2:
         out = numpy.empty((m, n), dtype)
         gemm(_ROW_MAJOR, trans_a, trans_b, m, n, k, scalar(1.0), a.ctypes.data, lda,
@@ -263,6 +280,15 @@ def matmul(a, b):
     return out
 
 
+def _threads_for(work):
+    """Have this thread's next MKL product run on one thread below THREADED_WORK multiply-adds,
+    else on the process's count (MKL's own setting per thread; called only to change it)."""
+    wanted = 0 if work >= THREADED_WORK else 1  # 0: back to the process-wide count
+    if getattr(_local, "threads", None) != wanted:
+        _lib.MKL_Set_Num_Threads_Local(wanted)
+        _local.threads = wanted
+
+
 def _addresses(x, batch):
     """The address of each of x's matrices, in the order of the flattened broadcast batch shape
     (a broadcast dim repeats one address): a uint64 array for the grouped call."""
@@ -289,7 +315,10 @@ def gemm_function(dtype):
     """MKL's cblas_?gemm for a float dtype, as the ctypes function compiled code calls
     (kernels/tiled_attention.py: Numba calls it without ctypes' per-call conversions), or None
     when there is no MKL or no such routine."""
-    return _gemm[dtype][0] if library() is not None and dtype in _gemm else None
+    if library() is None or dtype not in _gemm:
+        return None
+    _threads_for(0)  # the compiled loops make products of a block or a matrix: one thread each
+    return _gemm[dtype][0]
 
 
 def takes_row_major(a):
@@ -321,6 +350,7 @@ def gemm_into(a, b, out, accumulate):
         return False
     (trans_a, lda), (trans_b, ldb) = layout_a, layout_b
     gemm, _, scalar = _gemm[dtype]
+    _threads_for(m * n * k)
     gemm(_ROW_MAJOR, trans_a, trans_b, m, n, k, scalar(1.0), a.ctypes.data, lda, b.ctypes.data,
          ldb, scalar(1.0 if accumulate else 0.0), out.ctypes.data, layout_out[1])
     return True

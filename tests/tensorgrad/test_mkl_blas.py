@@ -261,6 +261,7 @@ def test_threaded_products_right_beside_torch(torch_first):
             torch.ones(4, 4) @ torch.ones(4, 4)
         from tensorgrad.backend import mkl_blas
         mkl_blas.library()
+        mkl_blas.THREADED_WORK = 0  # every product on both threads
         import torch
         torch.ones(4, 4) @ torch.ones(4, 4)
         rng = np.random.default_rng(3)
@@ -277,13 +278,34 @@ def test_threaded_products_right_beside_torch(torch_first):
 
 
 @needs_mkl
+def test_products_under_threaded_work_run_on_one_thread():
+    """MKL's thread count is chosen per product: one thread under THREADED_WORK multiply-adds
+    (a second thread's spinning worker slowed a whole training step, benchmarks/: gpt_step at
+    two threads), the process's count from there; the compiled loops' products get one."""
+    out = _run("""
+        import numpy as np
+        from tensorgrad.backend import mkl_blas
+        lib = mkl_blas.library()
+        for n in (256, 1024):  # 2^24 and 2^30 multiply-adds
+            a = np.ones((n, n), np.float32)
+            assert (mkl_blas.matmul(a, a) == n).all()
+            print(lib.MKL_Get_Max_Threads())
+        mkl_blas.gemm_function(a.dtype)
+        print(lib.MKL_Get_Max_Threads())
+    """, MKL_NUM_THREADS="2")
+    assert out.split() == ["1", "2", "1"]
+
+
+@needs_mkl
 def test_fork_after_a_threaded_gemm():
     """Worker processes forked after a two-thread GEMM (what a DataLoader with workers does) run
     their own GEMMs and finish: GNU OpenMP would hang in them, so they run MKL on one thread."""
     out = _run("""
         import multiprocessing
         import numpy as np
-        from tensorgrad.backend import get_backend
+        from tensorgrad.backend import get_backend, mkl_blas
+
+        mkl_blas.THREADED_WORK = 0  # every product on both threads
 
         def product(seed):
             a = np.random.default_rng(seed).standard_normal((256, 256)).astype(np.float32)
