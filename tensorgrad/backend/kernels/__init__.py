@@ -8,8 +8,8 @@ tiled and whole-matrix paths, whose products they make themselves through MKL.
 The NumPy backend hands this package out through `backend.kernels(*arrays)` when Numba is
 installed (`pip install tensorgrad[fast]`) and TENSORGRAD_NUMBA is not 0; otherwise that returns
 None and every op runs its array code, which is also what the CuPy backend runs.
-tests/tensorgrad/test_kernels.py runs both paths against each other. Only float32 and float64
-arrays are handled (`supports`).
+tests/tensorgrad/test_kernels.py (test_attention_loops.py for the two loops) runs both paths
+against each other. Only float32 and float64 arrays are handled (`supports`).
 """
 from .activation import (gelu_erf, gelu_erf_backward, gelu_tanh, gelu_tanh_backward,  # noqa: F401
                          relu, relu_backward)

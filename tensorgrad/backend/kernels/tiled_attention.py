@@ -7,7 +7,7 @@ lock. At T=4096 that is ~2,000 products per forward and backward: ~20 ms of one 
 and at two threads the pool's threads queue for the lock. Here the same loop runs compiled and
 without the lock: its products are the same MKL calls made from compiled code (0.2 us each),
 between the same online-softmax kernels (attention.py), so the results match the array code's
-(tests/tensorgrad/test_kernels.py; benchmarks/: attention T=4096, 1 and 2 threads).
+(tests/tensorgrad/test_attention_loops.py; benchmarks/: attention T=4096, 1 and 2 threads).
 
 Both take the BLAS's cblas_?gemm as a ctypes function (mkl_blas.gemm_function) and arrays the
 BLAS reads in place as row-major matrices (mkl_blas.takes_row_major); the wrappers say False

@@ -11,7 +11,7 @@ softmax kernels (attention.py), and the loop runs without Python's lock.
 The forward keeps P, which the VJP reads (as the array code does); the VJP rebuilds nothing.
 Both take 3-D or 4-D q, k and v with the same batch dims (no broadcasting) whose matrices the
 BLAS reads in place (mkl_blas.takes_row_major); the wrappers return None otherwise and the
-caller runs the array code (tests/tensorgrad/test_kernels.py; benchmarks/: gpt_step).
+caller runs the array code (tests/tensorgrad/test_attention_loops.py; benchmarks/: gpt_step).
 """
 import numpy
 

@@ -1,5 +1,9 @@
-"""The whole-matrix attention path compiled over its batch (kernels/whole_attention.py) against
-the same path in array code with the same per-step kernels, and the cases it leaves to that code."""
+"""Attention's two paths compiled as whole loops that call MKL's GEMM themselves, against the
+same loops in array code with the same per-step kernels, and the cases each leaves to that code:
+the tiled path's block loop for one (T, E) matrix (kernels/tiled_attention.py) and the
+whole-matrix path over its batch (kernels/whole_attention.py)."""
+import math
+
 import numpy as np
 import pytest
 
@@ -11,16 +15,16 @@ pytest.importorskip("numba", reason="numba is not installed: the CPU backend run
                                     "fused kernels (pip install tensorgrad[fast])")
 
 
-class _WholeLoopsOff:
-    """The kernels, less the compiled whole-matrix loops: the array code then runs, with the same
-    softmax kernels."""
+class _LoopsOff:
+    """The kernels, less the named compiled loops, which answer `declined` (they did not run):
+    the array code then runs, with the same per-step kernels."""
 
-    def __init__(self, kernels):
-        self._kernels = kernels
+    def __init__(self, kernels, names, declined):
+        self._kernels, self._names, self._declined = kernels, names, declined
 
     def __getattr__(self, name):
-        if name in ("whole_forward", "whole_backward"):
-            return lambda *args: None
+        if name in self._names:
+            return lambda *args: self._declined
         return getattr(self._kernels, name)
 
 
@@ -77,7 +81,7 @@ def test_compiled_whole_path_matches_the_array_code(case, mask, wanted, causal, 
         keep[1] = False
     taken = _recording(monkeypatch, kernels)
     results = []
-    for chosen in (kernels, _WholeLoopsOff(kernels)):
+    for chosen in (kernels, _LoopsOff(kernels, ("whole_forward", "whole_backward"), None)):
         monkeypatch.setattr(CPU, "_kernels", chosen)
         leaves = [tg.tensor(x, requires_grad=name in wanted.split())
                   for x, name in zip(arrays, "qkv")]
@@ -141,3 +145,72 @@ def test_the_output_is_laid_out_for_merging_heads_as_a_view():
     expected = tg.softmax((q @ q.mT * 0.5).masked_fill(tg.ones(5, 5).triu(1).bool(), -np.inf),
                           -1) @ q
     np.testing.assert_allclose(out.numpy(), expected.numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("case", ["square", "more keys", "more queries", "views, GQA"])
+def test_compiled_tiled_loops_match_the_array_loop(case, causal, dtype, monkeypatch):
+    """The tiled path's whole block loops, compiled (kernels/tiled_attention.py, calling MKL),
+    against the same loop in array code, at sizes past one default tile: several row blocks,
+    key blocks cut at the causal diagonal, and transposed views read in place."""
+    from tensorgrad.backend import mkl_blas
+    from tensorgrad.backend.kernels import tiled_attention
+
+    if mkl_blas.gemm_function(np.dtype(dtype)) is None:
+        pytest.skip("no MKL: the compiled loops call its GEMM (pip install tensorgrad[mkl])")
+    rng = np.random.default_rng(3)
+    tq, tk = {"square": (600, 600), "more keys": (520, 900), "more queries": (900, 530),
+              "views, GQA": (560, 560)}[case]
+    if case == "views, GQA":  # (B, T, H, E) projections seen as (B, H, T, E); 4 query heads, 2 kv
+        q = rng.standard_normal((1, tq, 4, 16)).astype(dtype).transpose(0, 2, 1, 3)
+        k, v = (rng.standard_normal((1, tk, 2, 16)).astype(dtype).transpose(0, 2, 1, 3)
+                for _ in range(2))
+    else:
+        q = rng.standard_normal((2, 1, tq, 16)).astype(dtype)
+        k = rng.standard_normal((2, 1, tk, 16)).astype(dtype)
+        v = rng.standard_normal((2, 1, tk, 8)).astype(dtype)
+    probe = rng.standard_normal(q.shape[:-1] + (v.shape[-1],)).astype(dtype)
+    kernels = numpy_backend.load_kernels()
+    taken = []  # what the compiled forward answered, matrix by matrix
+    monkeypatch.setattr(kernels, "tiled_forward_",
+                        lambda *a: taken.append(tiled_attention.tiled_forward_(*a)) or taken[-1])
+    results = []
+    for chosen in (kernels, _LoopsOff(kernels, ("tiled_forward_", "tiled_backward_"), False)):
+        monkeypatch.setattr(CPU, "_kernels", chosen)
+        leaves = [tg.tensor(x, requires_grad=True) for x in (q, k, v)]
+        out = tg.scaled_dot_product_attention(*leaves, is_causal=causal, scale=0.3,
+                                              enable_gqa=True)
+        grads = tg.grad(out, leaves, tg.tensor(probe))
+        results.append([out.detach().numpy()] + [g.numpy() for g in grads])
+    assert taken and all(taken)  # the compiled loop ran, for every matrix
+    tolerance = 1e-12 if dtype == np.float64 else 3e-6
+    for compiled, array_loop in zip(*results):
+        assert compiled.dtype == dtype
+        np.testing.assert_allclose(compiled, array_loop, rtol=tolerance, atol=tolerance)
+
+
+def test_compiled_tiled_loops_step_aside_for_what_the_blas_cannot_read(monkeypatch):
+    """Columns that do not step by one value, or rows that overlap, cannot be handed to the
+    BLAS in place, and without MKL (TENSORGRAD_BLAS=numpy, or no mkl wheel) there is no GEMM
+    to call: the wrappers then write nothing and the array loop runs."""
+    from tensorgrad.backend import mkl_blas
+    from tensorgrad.backend.kernels import tiled_attention
+
+    q = np.ones((300, 8), np.float32)
+    out, lse = np.zeros((300, 8), np.float32), np.zeros((300, 1), np.float32)
+    every_other = np.ones((300, 16), np.float32)[:, ::2]
+    overlapping = np.lib.stride_tricks.as_strided(q, (300, 8), (4, 4))
+    for bad in (every_other, overlapping):
+        assert not tiled_attention.tiled_forward_(bad, q, q, True, 1.0, out, lse, 256, 512)
+    assert not out.any() and not lse.any()
+    monkeypatch.setattr(mkl_blas, "gemm_function", lambda dtype: None)
+    assert not tiled_attention.tiled_forward_(q, q, q, True, 1.0, out, lse, 256, 512)
+    assert not tiled_attention.tiled_backward_(q, q, q, q, q, lse, True, 1.0, None, None, out,
+                                               256, 512)
+    assert not out.any()
+    x = tg.randn(1, 1, 300, 8, requires_grad=True)
+    expected = tg.softmax((x @ x.mT).masked_fill(tg.ones(300, 300).triu(1).bool(), -math.inf)
+                          * 8 ** -0.5, -1) @ x
+    got = tg.scaled_dot_product_attention(x, x, x, is_causal=True)  # the array loop
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), atol=1e-5)
