@@ -62,12 +62,7 @@ def whole_forward(q, k, v, causal, scale):
     if gemm is None or not scale > 0:
         return None
     batch, tq, tk = q.shape[:-2], q.shape[-2], k.shape[-2]
-    if q.ndim == 4:  # (B, H, Tq, Ev) over memory laid out (B, Tq, H, Ev), as torch's fused
-        # kernels lay it out: merging the heads, out.transpose(1, 2).reshape(B, Tq, H * Ev),
-        # is then a view instead of a copy (benchmarks/: gpt_step)
-        out = numpy.empty((batch[0], tq, batch[1], v.shape[-1]), q.dtype).transpose(0, 2, 1, 3)
-    else:
-        out = numpy.empty(batch + (tq, v.shape[-1]), q.dtype)
+    out = numpy.empty(batch + (tq, v.shape[-1]), q.dtype)
     p = numpy.empty(batch + (tq, tk), q.dtype)
     # no score is "removed" (the softmax kernel's lowest): NaN, which equals nothing
     _forward_loop(gemm, *_four_dims(q, k, v), causal, q.dtype.type(scale), *_four_dims(out, p),
