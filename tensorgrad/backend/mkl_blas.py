@@ -126,12 +126,6 @@ def _bind(lib):
         _grouped[dtype] = grouped
 
 
-def _one_thread_here():
-    """A pool thread's MKL runs on one thread: the pool's threads take the cores."""
-    _lib.MKL_Set_Num_Threads_Local(1)
-    _local.threads = 1
-
-
 def library():
     """The loaded libmkl_rt, or None (TENSORGRAD_BLAS=numpy, or MKL not installed)."""
     global _lib
@@ -145,7 +139,7 @@ def library():
             if threads.chosen_num_threads() is not None:
                 _lib.MKL_Set_Num_Threads(threads.chosen_num_threads())
             threads.libraries_changed()
-            threads.on_pool_threads(_one_thread_here)
+            threads.on_pool_threads(lambda: _threads_for(0))  # the pool's threads take the cores
     return _lib
 
 
@@ -224,7 +218,8 @@ def matmul(a, b):
     # Small products leave first, cheaply (decoding runs many: generate). The larger of the two
     # is the count of multiply-adds, batch * m * n * k, with either operand's batch; 0 when one
     # is empty.
-    if a.size * n < MIN_WORK and b.size * m < MIN_WORK:
+    work = max(a.size * n, b.size * m)
+    if work < MIN_WORK:
         return None
     k = a.shape[-1]
     dtype = a.dtype
@@ -245,7 +240,7 @@ def matmul(a, b):
         return None
     (trans_a, lda), (trans_b, ldb) = layout_a, layout_b
     gemm, gemm_batch, scalar = _gemm[dtype]
-    _threads_for(max(a.size * n, b.size * m))
+    _threads_for(work)
     if a.ndim == 2 and b.ndim == 2:
         out = numpy.empty((m, n), dtype)
         gemm(_ROW_MAJOR, trans_a, trans_b, m, n, k, scalar(1.0), a.ctypes.data, lda,

@@ -82,6 +82,17 @@ def softmax_rows(scores, causal, masked=False, scale=1.0):
 
 
 @jit
+def _row_dots_loop(g, o, delta):
+    """delta[r] = rowsum(g[r] * o[r]) for 2-D g and o: FlashAttention's delta, rowsum(dO * O),
+    for the compiled loops' VJPs (tiled_attention.py, whole_attention.py)."""
+    for r in range(g.shape[0]):
+        d = numpy.float32(0.0)  # widens to the rows' type, as in _softmax_loop
+        for j in range(g.shape[1]):
+            d += g[r, j] * o[r, j]
+        delta[r] = d
+
+
+@jit
 def _softmax_backward_loop(ds, p, delta, scale):
     rows, cols = ds.shape
     for r in range(rows):

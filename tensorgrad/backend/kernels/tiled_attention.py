@@ -18,7 +18,7 @@ import math
 import numpy
 
 from .. import mkl_blas
-from .attention import (_exp_shifted_loop, _hide_future_loop, _online_step_loop,
+from .attention import (_exp_shifted_loop, _hide_future_loop, _online_step_loop, _row_dots_loop,
                         _softmax_backward_loop)
 from .jit import jit
 
@@ -102,11 +102,7 @@ def _backward_loop(gemm, q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, ke
         stop = min(start + tile, tq)
         q_rows = _scaled_rows(q, start, stop, scale, q_buffer)  # dQ is scaled once, by the caller
         g_rows = g[start:stop]
-        for r in range(stop - start):  # rowsum(dO * O), FlashAttention's delta
-            d = numpy.float32(0.0)  # widens to the rows' type, as in attention.py's loops
-            for j in range(g.shape[1]):
-                d += g[start + r, j] * o[start + r, j]
-            delta[r] = d
+        _row_dots_loop(g_rows, o[start:stop], delta)
         visible = min(tk, stop) if causal else tk
         for first in range(0, visible, key_tile):
             last = min(first + key_tile, visible)

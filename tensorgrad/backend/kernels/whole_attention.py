@@ -16,7 +16,7 @@ caller runs the array code (tests/tensorgrad/test_attention_loops.py; benchmarks
 import numpy
 
 from .. import mkl_blas
-from .attention import _softmax_backward_loop, _softmax_loop
+from .attention import _row_dots_loop, _softmax_backward_loop, _softmax_loop
 from .jit import jit
 from .tiled_attention import _product
 
@@ -41,11 +41,7 @@ def _backward_loop(gemm, q, k, v, g, o, p, scale, dq, dk, dv, ds):
                 _product(gemm, pi, True, gi, False, dv[b, h], 0.0)  # P^T dO
             if not (dq.size or dk.size):
                 continue
-            for r in range(gi.shape[0]):  # rowsum(dO * O), FlashAttention's delta
-                d = numpy.float32(0.0)  # widens to the rows' type, as in attention.py's loops
-                for j in range(gi.shape[1]):
-                    d += gi[r, j] * oi[r, j]
-                delta[r] = d
+            _row_dots_loop(gi, oi, delta)
             _product(gemm, gi, False, v[b, h], True, ds, 0.0)  # dO V^T
             _softmax_backward_loop(ds, pi, delta, scale)  # dS * scale
             if dq.size:
