@@ -39,13 +39,6 @@ _INT_MAX = 2**31 - 1  # MKL_INT is a C int in the LP64 interface we ask for
 # wins 1.1-1.2x; decoding's one-row products are 3x faster through NumPy).
 MIN_WORK = 2**20
 
-# Products under this many multiply-adds run on one MKL thread, whatever the thread count. On
-# this 2-core machine MKL's second thread (a GNU OpenMP worker, spinning between a training
-# step's products) slowed everything else the step runs: gpt_step at two threads took 311 ms
-# against 152 at one, 157 with its products on one thread (the largest, 2048 x 512 x 128, alone
-# 1.9 -> 1.4 ms on two). From about 1024^3 the second thread pays even with work in between
-# (15.5 -> 10.3 ms a product), so such products still get the process's count.
-THREADED_WORK = 2**30
 _local = threading.local()  # .threads: what this thread last asked of MKL (its count is per thread)
 
 _FLOAT32, _FLOAT64 = numpy.dtype("float32"), numpy.dtype("float64")
@@ -139,7 +132,7 @@ def library():
             if threads.chosen_num_threads() is not None:
                 _lib.MKL_Set_Num_Threads(threads.chosen_num_threads())
             threads.libraries_changed()
-            threads.on_pool_threads(lambda: _threads_for(0))  # the pool's threads take the cores
+            threads.openblas_on_one_thread()  # it keeps only the small products
     return _lib
 
 
@@ -240,7 +233,7 @@ def matmul(a, b):
         return None
     (trans_a, lda), (trans_b, ldb) = layout_a, layout_b
     gemm, gemm_batch, scalar = _gemm[dtype]
-    _threads_for(work)
+    _threads_for(False)
     if a.ndim == 2 and b.ndim == 2:
         out = numpy.empty((m, n), dtype)
         gemm(_ROW_MAJOR, trans_a, trans_b, m, n, k, scalar(1.0), a.ctypes.data, lda,
@@ -275,10 +268,14 @@ def matmul(a, b):
     return out
 
 
-def _threads_for(work):
-    """Have this thread's next MKL product run on one thread below THREADED_WORK multiply-adds,
-    else on the process's count (MKL's own setting per thread; called only to change it)."""
-    wanted = 0 if work >= THREADED_WORK else 1  # 0: back to the process-wide count
+def _threads_for(compiled):
+    """Have this thread's next MKL products run on the process's thread count, or on one thread
+    when compiled loops make them or this is one of the pool's threads: there the loop around
+    the products is what the threads split (MKL's own setting per thread, changed only when it
+    must). Every product MKL takes (MIN_WORK or more) gains from the threads: 2^20 multiply-adds
+    break even, 2^22 take 0.69 of the one-thread time, gpt_step's 2^27 0.61 (two threads, with
+    NumPy work between the products)."""
+    wanted = 1 if compiled or threads.in_pool() else 0  # 0: the process-wide count
     if getattr(_local, "threads", None) != wanted:
         _lib.MKL_Set_Num_Threads_Local(wanted)
         _local.threads = wanted
@@ -312,7 +309,7 @@ def gemm_function(dtype):
     when there is no MKL or no such routine."""
     if library() is None or dtype not in _gemm:
         return None
-    _threads_for(0)  # the compiled loops make products of a block or a matrix: one thread each
+    _threads_for(True)
     return _gemm[dtype][0]
 
 
@@ -345,7 +342,7 @@ def gemm_into(a, b, out, accumulate):
         return False
     (trans_a, lda), (trans_b, ldb) = layout_a, layout_b
     gemm, _, scalar = _gemm[dtype]
-    _threads_for(m * n * k)
+    _threads_for(False)
     gemm(_ROW_MAJOR, trans_a, trans_b, m, n, k, scalar(1.0), a.ctypes.data, lda, b.ctypes.data,
          ldb, scalar(1.0 if accumulate else 0.0), out.ctypes.data, layout_out[1])
     return True

@@ -25,7 +25,8 @@ _threads = None  # set by set_num_threads, else read from the environment on fir
 _set_by_user = False  # whether set_num_threads chose _threads (a library loaded later takes it)
 _pool = None  # (size, ThreadPoolExecutor), made on the first parallel map
 _controller = None  # threadpoolctl's handle on the BLAS libraries, made when first needed
-_pool_thread_setup = []  # what a pool thread sets for itself before its work (on_pool_threads)
+_here = threading.local()  # .pool: True on the pool's threads
+_openblas_single = False  # set by openblas_on_one_thread: MKL takes the float products
 
 
 def _forget_pool():
@@ -68,7 +69,29 @@ def set_num_threads(n):
         raise RuntimeError(f"set_num_threads: expected a positive int, got {n}")
     with _lock:
         _threads, _set_by_user = n, True
-        _blas().limit(limits=n, user_api="blas")
+        _blas().limit(limits=_blas_limits(n), user_api=None)
+
+
+def _blas_limits(n):
+    """threadpoolctl's limits for n threads: every BLAS's count, but OpenBLAS's 1 once
+    openblas_on_one_thread was called."""
+    return {"blas": n, **(_openblas_limits() if _openblas_single else {})}
+
+
+def _openblas_limits():
+    return {lib.filepath: 1 for lib in _blas().lib_controllers if lib.internal_api == "openblas"}
+
+
+def openblas_on_one_thread():
+    """Keep NumPy's OpenBLAS on one thread from now on: once MKL takes the float products
+    (mkl_blas), OpenBLAS gets only those under mkl_blas.MIN_WORK, which a second thread does not
+    speed up, while its worker spins between calls on the core that the threaded kernels and
+    MKL's OpenMP threads need (gpt_step at two threads: 240-290 ms a step with it spinning,
+    100-110 without; benchmarks/README.md, "Two threads")."""
+    global _openblas_single
+    with _lock:
+        _openblas_single = True
+        _blas().limit(limits=_openblas_limits(), user_api=None)
 
 
 def chosen_num_threads():
@@ -94,15 +117,14 @@ def libraries_changed():
     _controller = None
 
 
-def on_pool_threads(setup):
-    """Have every pool thread call setup() before its work: for a thread count that a library
-    keeps per thread (MKL's under GNU OpenMP), which the limit set around a map does not reach."""
-    _pool_thread_setup.append(setup)
+def in_pool():
+    """Whether this thread is one of the pool's, whose work map_matrices has already split over
+    the threads (a kernel called there runs on it alone)."""
+    return getattr(_here, "pool", False)
 
 
 def _run(fn, i, arrays):
-    for setup in _pool_thread_setup:
-        setup()
+    _here.pool = True  # MKL's products and the threaded kernels then keep to this thread
     fn(i, *arrays)
 
 

@@ -261,7 +261,6 @@ def test_threaded_products_right_beside_torch(torch_first):
             torch.ones(4, 4) @ torch.ones(4, 4)
         from tensorgrad.backend import mkl_blas
         mkl_blas.library()
-        mkl_blas.THREADED_WORK = 0  # every product on both threads
         import torch
         torch.ones(4, 4) @ torch.ones(4, 4)
         rng = np.random.default_rng(3)
@@ -278,22 +277,26 @@ def test_threaded_products_right_beside_torch(torch_first):
 
 
 @needs_mkl
-def test_products_under_threaded_work_run_on_one_thread():
-    """MKL's thread count is chosen per product: one thread under THREADED_WORK multiply-adds
-    (a second thread's spinning worker slowed a whole training step, benchmarks/: gpt_step at
-    two threads), the process's count from there; the compiled loops' products get one."""
+def test_products_run_on_the_process_count_and_compiled_loops_on_one_thread():
+    """MKL's thread count is chosen per thread: every product MKL takes gets the process's count,
+    the compiled loops' products one (the loop around them is what is split), and NumPy's
+    OpenBLAS, left with the small products, keeps to one thread (its spinning worker took the
+    core the others need: benchmarks/, gpt_step at two threads)."""
     out = _run("""
         import numpy as np
+        from threadpoolctl import threadpool_info
         from tensorgrad.backend import mkl_blas
         lib = mkl_blas.library()
-        for n in (256, 1024):  # 2^24 and 2^30 multiply-adds
-            a = np.ones((n, n), np.float32)
-            assert (mkl_blas.matmul(a, a) == n).all()
-            print(lib.MKL_Get_Max_Threads())
+        a = np.ones((128, 128), np.float32)
+        assert (mkl_blas.matmul(a, a) == 128).all()  # 2^21 multiply-adds
+        print(lib.MKL_Get_Max_Threads())
         mkl_blas.gemm_function(a.dtype)
         print(lib.MKL_Get_Max_Threads())
-    """, MKL_NUM_THREADS="2")
-    assert out.split() == ["1", "2", "1"]
+        assert (mkl_blas.matmul(a, a) == 128).all()
+        print(lib.MKL_Get_Max_Threads())
+        print(*{i["num_threads"] for i in threadpool_info() if i["internal_api"] == "openblas"})
+    """, MKL_NUM_THREADS="2", OPENBLAS_NUM_THREADS="2")
+    assert out.split() == ["2", "1", "2", "1"]
 
 
 @needs_mkl
@@ -304,8 +307,6 @@ def test_fork_after_a_threaded_gemm():
         import multiprocessing
         import numpy as np
         from tensorgrad.backend import get_backend, mkl_blas
-
-        mkl_blas.THREADED_WORK = 0  # every product on both threads
 
         def product(seed):
             a = np.random.default_rng(seed).standard_normal((256, 256)).astype(np.float32)

@@ -3,9 +3,10 @@
 import math
 
 import numpy
+from numba import prange
 
 from .exp import exp, exp_nonpositive
-from .jit import flat, jit
+from .jit import flat, threaded
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715
@@ -18,16 +19,16 @@ _GELU_CUBIC = 0.044715
 _ZERO = numpy.float32(0.0)  # a float32 zero keeps float32 loops in float32 (float64 widens it)
 
 
-@jit
+@threaded
 def _relu_loop(x, y):
-    for i in range(x.size):
+    for i in prange(x.size):
         xi = x[i]
         y[i] = _ZERO if xi <= _ZERO else xi  # NaN is not <= 0: it stays NaN, as in torch
 
 
-@jit
+@threaded
 def _relu_backward_loop(x, g, gx):
-    for i in range(x.size):
+    for i in prange(x.size):
         gx[i] = g[i] if x[i] > _ZERO else _ZERO
 
 
@@ -55,9 +56,9 @@ def relu_backward(x, g):
 _ONE, _TWO, _HALF = numpy.float32(1.0), numpy.float32(2.0), numpy.float32(0.5)
 
 
-@jit
+@threaded
 def _gelu_tanh_loop(x, gate, y, c, c3):
-    for i in range(x.size):
+    for i in prange(x.size):
         xi = x[i]
         u = xi * (c + c3 * xi * xi)
         gi = _TWO / (_ONE + exp(-_TWO * u))
@@ -65,10 +66,10 @@ def _gelu_tanh_loop(x, gate, y, c, c3):
         y[i] = _HALF * xi * gi
 
 
-@jit
+@threaded
 def _gelu_backward_loop(x, gate, g, gx, c, c3):
     # d/dx = 0.5 (1 + t) (1 + x (1 - t) u'), t = gate - 1, u' = c + 3 c3 x^2
-    for i in range(x.size):
+    for i in prange(x.size):
         xi, gi = x[i], gate[i]
         gx[i] = 0.5 * gi * (1.0 + xi * (2.0 - gi) * (c + 3.0 * c3 * xi * xi)) * g[i]
 
@@ -109,10 +110,10 @@ _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-@jit
+@threaded
 def _gelu_erf_rational(x, gate, y):
     p, q = _ERF_P, _ERF_Q
-    for i in range(x.size):
+    for i in prange(x.size):
         xi = x[i]
         z = xi * _SQRT_HALF
         s = z * z
@@ -129,18 +130,18 @@ def _gelu_erf_rational(x, gate, y):
         y[i] = 0.5 * xi * gate[i]
 
 
-@jit
+@threaded
 def _gelu_erf_exact(x, gate, y):
-    for i in range(x.size):
+    for i in prange(x.size):
         gate[i] = 1.0 + math.erf(x[i] * _SQRT_HALF)
         y[i] = 0.5 * x[i] * gate[i]
 
 
-@jit
+@threaded
 def _gelu_erf_backward_loop(x, gate, g, gx, half, inv_sqrt_2pi):
     # d/dx x Phi(x) = Phi(x) + x phi(x), Phi = gate / 2, phi(x) = exp(-x^2 / 2) / sqrt(2 pi),
     # with the compiled exp (exp.py: one loop where NumPy's exp took a pass of its own)
-    for i in range(x.size):
+    for i in prange(x.size):
         xi = x[i]
         gx[i] = (half * gate[i] + xi * exp_nonpositive(-half * xi * xi) * inv_sqrt_2pi) * g[i]
 

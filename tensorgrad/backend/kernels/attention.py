@@ -4,9 +4,10 @@ attention, gpt_step)."""
 import math
 
 import numpy
+from numba import prange
 
 from .exp import exp_nonpositive
-from .jit import flat, jit, rows_of
+from .jit import flat, jit, rows_of, threaded
 
 
 # --- the whole-matrix path's row softmax --------------------------------------------------------
@@ -15,28 +16,32 @@ from .jit import flat, jit, rows_of
 # then the division; the hidden keys get 0. The array code (mask, max, subtract, exp, sum, scale)
 # makes six passes over memory; this makes one (gpt_step's (64, 128, 128) causal scores, one
 # thread: 1.2 ms a layer, where three passes with NumPy's exp between two loops took 2.2).
-@jit
+@threaded
 def _softmax_loop(s, queries, causal, lowest, scale):
     rows, cols = s.shape
-    for r in range(rows):
-        row = s[r]
-        stop = min(cols, r % queries + 1) if causal else cols  # query i sees keys j <= i
-        top = _row_max(row, stop)
-        if top == lowest:  # every key removed by a mask: the row attends to nothing
-            row[:] = 0.0
-            continue
-        # summed in the rows' own type (this float32 zero widens when they are float64): a
-        # float64 sum of float32 values vectorises at half the width
-        total = numpy.float32(0.0)
-        for j in range(stop):
-            e = exp_nonpositive((row[j] - top) * scale)
-            row[j] = e
-            total += e
-        inv = numpy.float32(1.0) / total
-        for j in range(stop):
-            row[j] *= inv
-        for j in range(stop, cols):
-            row[j] = 0.0
+    for r in prange(rows):
+        _softmax_row(s[r], min(cols, r % queries + 1) if causal else cols, lowest, scale)
+
+
+@jit
+def _softmax_row(row, stop, lowest, scale):
+    """One row of _softmax_loop, seeing keys j < stop (query i sees keys j <= i)."""
+    top = _row_max(row, stop)
+    if top == lowest:  # every key removed by a mask: the row attends to nothing
+        row[:] = 0.0
+        return
+    # summed in the rows' own type (this float32 zero widens when they are float64): a float64
+    # sum of float32 values vectorises at half the width
+    total = numpy.float32(0.0)
+    for j in range(stop):
+        e = exp_nonpositive((row[j] - top) * scale)
+        row[j] = e
+        total += e
+    inv = numpy.float32(1.0) / total
+    for j in range(stop):
+        row[j] *= inv
+    for j in range(stop, row.size):
+        row[j] = 0.0
 
 
 @jit
@@ -92,10 +97,10 @@ def _row_dots_loop(g, o, delta):
         delta[r] = d
 
 
-@jit
+@threaded
 def _softmax_backward_loop(ds, p, delta, scale):
     rows, cols = ds.shape
-    for r in range(rows):
+    for r in prange(rows):
         d = delta[r]
         for j in range(cols):
             ds[r, j] = p[r, j] * (ds[r, j] - d) * scale

@@ -1,12 +1,92 @@
-"""What every kernel module shares: the Numba decorator and array reshaping helpers."""
+"""What every kernel module shares: the Numba decorators and array reshaping helpers."""
+import os
+import threading
+import types
+
 import numba
 import numpy
+
+from .. import threads
 
 # error_model="numpy": x / 0 is inf or nan as in the array code, and without a zero check per
 # division the loops vectorise; "reassoc" lets sums vectorise too. cache=True: compiled code is
 # kept on disk, so only the first process on a machine pays the compilation.
-jit = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
+_OPTIONS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
+jit = numba.njit(**_OPTIONS)
 DTYPES = (numpy.dtype("float32"), numpy.dtype("float64"))
+
+# Below this many elements a threaded kernel runs on the calling thread alone: PyTorch's grain
+# (at::internal::GRAIN_SIZE). Starting the threads costs about 1 us while they are awake, so
+# the grain only keeps decoding's one-row calls from asking.
+GRAIN = 32768
+
+
+class threaded:
+    """A kernel whose outer loop is a `numba.prange`, split over the CPU threads as PyTorch's
+    CPU kernels split theirs (get_num_threads; benchmarks/: gpt_step, mlp_step at two threads).
+
+    Compiled twice from one source: with parallel=True, on Numba's OpenMP threading layer (GNU
+    OpenMP, the runtime MKL runs on in this process, so that one pool of threads, awake between a
+    step's kernels and products, serves both), and as a plain loop, where prange is range. A
+    call runs the plain loop (compiled at its first use) when the first argument has fewer than
+    GRAIN elements, on one thread, on the pool's threads (threads.map_matrices, which already
+    splits the work), in a forked child (GNU OpenMP does not survive fork: Numba ends a child's
+    first parallel loop), and when Numba's threading layer is not OpenMP. Compiled loops call
+    `.serial`: the loop around them is what gets split.
+    """
+
+    def __init__(self, fn):
+        self.serial = jit(fn)
+        # a copy under another name: Numba's disk cache keys a function on its name and source,
+        # not on its options, so the two compilations would otherwise share one entry
+        twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                                  fn.__closure__)
+        twin.__qualname__ = fn.__qualname__ + "_threaded"
+        self.parallel = numba.njit(parallel=True, **_OPTIONS)(twin)
+        self.__doc__, self.__name__ = fn.__doc__, fn.__name__
+
+    def __call__(self, *args):
+        if args[0].size < GRAIN or _threads_here() == 1:
+            return self.serial(*args)
+        return self.parallel(*args)
+
+
+_here = threading.local()  # .threads: the count this thread last gave Numba (it keeps one a thread)
+_forked = False
+_layer = None  # whether Numba's parallel loops run on OpenMP, found at the first threaded call
+
+
+def _after_fork():
+    global _forked
+    _forked = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+def _threads_here():
+    """How many threads a threaded kernel called on this thread splits over (1: the plain loop),
+    telling Numba when the count has changed (set_num_threads)."""
+    if _forked or threads.in_pool() or not _on_openmp():
+        return 1
+    count = min(threads.get_num_threads(), numba.config.NUMBA_NUM_THREADS)
+    if getattr(_here, "threads", None) != count:
+        numba.set_num_threads(count)
+        _here.threads = count
+    return count
+
+
+def _on_openmp():
+    global _layer
+    if _layer is None:
+        try:  # loads the threading layer Numba would pick (NUMBA_THREADING_LAYER, else its order)
+            from numba.np.ufunc.parallel import _launch_threads
+            _launch_threads()
+            _layer = numba.threading_layer() == "omp"
+        except (ImportError, ValueError):  # no layer loads (no libgomp, say): plain loops
+            _layer = False
+    return _layer
 
 
 def flat(a):

@@ -4,16 +4,18 @@ per-call cost dominates). The loops compute in float64 and store in the array's 
 import math
 
 import numpy
+from numba import prange
 
-from .jit import jit, rows_of
+from .. import threads
+from .jit import rows_of, threaded
 
 
-@jit
+@threaded
 def _norm_loop(x, weight, bias, eps, center, y, stats):
     # stats: (2, rows), each row's mean and 1/std (one argument less to unbox per call: in
     # decoding every call is one row, and Numba's dispatch is most of its cost)
     rows, cols = x.shape
-    for r in range(rows):
+    for r in prange(rows):
         mu = 0.0
         if center:
             for j in range(cols):
@@ -34,29 +36,31 @@ def _norm_loop(x, weight, bias, eps, center, y, stats):
             y[r, j] = v
 
 
-@jit
-def _norm_backward_loop(x, mean, rstd, weight, g, center, gx, gweight, gbias):
+@threaded
+def _norm_backward_loop(x, mean, rstd, weight, g, center, gx, gweight, gbias, parts):
     # gx = rstd (gxhat - mean(gxhat) - xhat mean(gxhat xhat)), gxhat = g * weight; RMS norm
-    # (center False) has no mean(gxhat) term. gweight, gbias: float64 sums over the rows.
+    # (center False) has no mean(gxhat) term. gweight, gbias: (parts, cols) float64 sums, each
+    # over one part of the rows (the parts run side by side), which the caller adds up.
     rows, cols = x.shape
-    for r in range(rows):
-        mu, inv = mean[r], rstd[r]
-        total = 0.0
-        dot = 0.0
-        for j in range(cols):
-            gh = g[r, j] * weight[j] if weight is not None else g[r, j]
-            total += gh
-            dot += gh * (x[r, j] - mu) * inv
-        total = total / cols if center else 0.0
-        dot /= cols
-        for j in range(cols):
-            xh = (x[r, j] - mu) * inv
-            gh = g[r, j] * weight[j] if weight is not None else g[r, j]
-            gx[r, j] = inv * (gh - total - xh * dot)
-            if gweight is not None:
-                gweight[j] += g[r, j] * xh
-            if gbias is not None:
-                gbias[j] += g[r, j]
+    for part in prange(parts):
+        for r in range(part * rows // parts, (part + 1) * rows // parts):
+            mu, inv = mean[r], rstd[r]
+            total = 0.0
+            dot = 0.0
+            for j in range(cols):
+                gh = g[r, j] * weight[j] if weight is not None else g[r, j]
+                total += gh
+                dot += gh * (x[r, j] - mu) * inv
+            total = total / cols if center else 0.0
+            dot /= cols
+            for j in range(cols):
+                xh = (x[r, j] - mu) * inv
+                gh = g[r, j] * weight[j] if weight is not None else g[r, j]
+                gx[r, j] = inv * (gh - total - xh * dot)
+                if gweight is not None:
+                    gweight[part, j] += g[r, j] * xh
+                if gbias is not None:
+                    gbias[part, j] += g[r, j]
 
 
 def norm_rows(x, weight, bias, eps, dims, center):
@@ -85,13 +89,14 @@ def norm_rows_backward(x, mean, rstd, weight, g, dims, center, needs_weight, nee
     if mean is None:
         mean = numpy.zeros(rows.shape[0], x.dtype)
     gx = numpy.empty_like(rows)
-    gweight = numpy.zeros(cols) if needs_weight else None
-    gbias = numpy.zeros(cols) if needs_bias else None
+    parts = max(1, min(threads.get_num_threads(), rows.shape[0]))
+    gweight = numpy.zeros((parts, cols)) if needs_weight else None
+    gbias = numpy.zeros((parts, cols)) if needs_bias else None
     _norm_backward_loop(rows, mean.reshape(-1), rstd.reshape(-1),
                         None if weight is None else weight.reshape(-1), rows_of(g, cols), center,
-                        gx, gweight, gbias)
+                        gx, gweight, gbias, parts)
     shape = tuple(x.shape[d] for d in dims)
     return (gx.reshape(x.shape),
-            None if gweight is None else gweight.astype(x.dtype).reshape(shape),
-            None if gbias is None else gbias.astype(x.dtype).reshape(shape))
+            None if gweight is None else gweight.sum(0).astype(x.dtype).reshape(shape),
+            None if gbias is None else gbias.sum(0).astype(x.dtype).reshape(shape))
 

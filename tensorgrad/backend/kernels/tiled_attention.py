@@ -22,6 +22,8 @@ from .attention import (_exp_shifted_loop, _hide_future_loop, _online_step_loop,
                         _softmax_backward_loop)
 from .jit import jit
 
+_softmax_backward = _softmax_backward_loop.serial  # a block's: the pool splits the matrices
+
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 
 
@@ -113,7 +115,7 @@ def _backward_loop(gemm, q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, ke
             if dq.size or dk.size:
                 ds = ds_buffer[:p.size].reshape(p.shape)
                 _product(gemm, g_rows, False, v[first:last], True, ds, 0.0)  # dO V^T
-                _softmax_backward_loop(ds, p, delta, one)
+                _softmax_backward(ds, p, delta, one)
                 if dq.size:
                     _product(gemm, ds, False, k[first:last], False, dq[start:stop], 1.0)
                 if dk.size:

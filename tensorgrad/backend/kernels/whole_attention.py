@@ -14,36 +14,42 @@ BLAS reads in place (mkl_blas.takes_row_major); the wrappers return None otherwi
 caller runs the array code (tests/tensorgrad/test_attention_loops.py; benchmarks/: gpt_step).
 """
 import numpy
+from numba import prange
 
 from .. import mkl_blas
 from .attention import _row_dots_loop, _softmax_backward_loop, _softmax_loop
-from .jit import jit
+from .jit import threaded
 from .tiled_attention import _product
 
-
-@jit
-def _forward_loop(gemm, q, k, v, causal, scale, out, p, unmasked):
-    for b in range(q.shape[0]):
-        for h in range(q.shape[1]):
-            s = p[b, h]  # (Tq, Tk): the scores, then the probabilities in their place
-            _product(gemm, q[b, h], False, k[b, h], True, s, 0.0)  # Q K^T
-            _softmax_loop(s, s.shape[0], causal, unmasked, scale)
-            _product(gemm, s, False, v[b, h], False, out[b, h], 0.0)  # P V
+# one matrix's softmax and its VJP: the loop over the matrices is what the threads split
+_softmax, _softmax_backward = _softmax_loop.serial, _softmax_backward_loop.serial
 
 
-@jit
-def _backward_loop(gemm, q, k, v, g, o, p, scale, dq, dk, dv, ds):
-    delta = numpy.empty(q.shape[2], q.dtype)
-    for b in range(q.shape[0]):
-        for h in range(q.shape[1]):
-            pi, gi, oi = p[b, h], g[b, h], o[b, h]
-            if dv.size:
-                _product(gemm, pi, True, gi, False, dv[b, h], 0.0)  # P^T dO
-            if not (dq.size or dk.size):
-                continue
+@threaded
+def _forward_loop(q, k, v, causal, scale, out, p, unmasked, gemm):
+    heads = q.shape[1]
+    for m in prange(q.shape[0] * heads):
+        b, h = m // heads, m % heads
+        s = p[b, h]  # (Tq, Tk): the scores, then the probabilities in their place
+        _product(gemm, q[b, h], False, k[b, h], True, s, 0.0)  # Q K^T
+        _softmax(s, s.shape[0], causal, unmasked, scale)
+        _product(gemm, s, False, v[b, h], False, out[b, h], 0.0)  # P V
+
+
+@threaded
+def _backward_loop(q, k, v, g, o, p, scale, dq, dk, dv, gemm):
+    heads = q.shape[1]
+    for m in prange(q.shape[0] * heads):
+        b, h = m // heads, m % heads
+        pi, gi, oi = p[b, h], g[b, h], o[b, h]
+        if dv.size:
+            _product(gemm, pi, True, gi, False, dv[b, h], 0.0)  # P^T dO
+        if dq.size or dk.size:
+            delta = numpy.empty(q.shape[2], q.dtype)
+            ds = numpy.empty(pi.shape, q.dtype)
             _row_dots_loop(gi, oi, delta)
             _product(gemm, gi, False, v[b, h], True, ds, 0.0)  # dO V^T
-            _softmax_backward_loop(ds, pi, delta, scale)  # dS * scale
+            _softmax_backward(ds, pi, delta, scale)  # dS * scale
             if dq.size:
                 _product(gemm, ds, False, k[b, h], False, dq[b, h], 0.0)  # dS K
             if dk.size:
@@ -61,8 +67,8 @@ def whole_forward(q, k, v, causal, scale):
     out = numpy.empty(batch + (tq, v.shape[-1]), q.dtype)
     p = numpy.empty(batch + (tq, tk), q.dtype)
     # no score is "removed" (the softmax kernel's lowest): NaN, which equals nothing
-    _forward_loop(gemm, *_four_dims(q, k, v), causal, q.dtype.type(scale), *_four_dims(out, p),
-                  q.dtype.type(numpy.nan))
+    _forward_loop(*_four_dims(q, k, v), causal, q.dtype.type(scale), *_four_dims(out, p),
+                  q.dtype.type(numpy.nan), gemm)
     return out, p
 
 
@@ -76,9 +82,8 @@ def whole_backward(q, k, v, g, o, p, scale, needs_q, needs_k, needs_v):
     none = numpy.empty((0, 0, 0, 0), q.dtype)  # stands for a gradient not wanted (size 0)
     grads = [numpy.empty(x.shape, x.dtype) if needed else None
              for x, needed in ((q, needs_q), (k, needs_k), (v, needs_v))]
-    _backward_loop(gemm, *_four_dims(q, k, v, g, o, p), q.dtype.type(scale),
-                   *(none if d is None else _four_dims(d)[0] for d in grads),
-                   numpy.empty(p.shape[-2:], q.dtype))
+    _backward_loop(*_four_dims(q, k, v, g, o, p), q.dtype.type(scale),
+                   *(none if d is None else _four_dims(d)[0] for d in grads), gemm)
     return tuple(grads)
 
 

@@ -1,0 +1,169 @@
+"""The kernels whose outer loop splits over the CPU threads (kernels/jit.py `threaded`): the
+split loop against the plain one, and when a call must run the plain one (one thread, the
+pool's threads, a forked child)."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tensorgrad as tg
+from tensorgrad.backend import mkl_blas, threads
+
+numba = pytest.importorskip("numba", reason="numba is not installed: the CPU backend runs "
+                                            "without fused kernels (pip install tensorgrad[fast])")
+from tensorgrad.backend import kernels  # noqa: E402  (needs numba)
+from tensorgrad.backend.kernels import activation, attention, jit, norm  # noqa: E402
+from tensorgrad.backend.kernels import whole_attention  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def two_threads(monkeypatch):
+    """Two threads, every call split (no grain), on Numba's OpenMP layer."""
+    if not jit._on_openmp():
+        pytest.skip("Numba's threading layer is not OpenMP here (no libgomp, or "
+                    "NUMBA_THREADING_LAYER chose another): the kernels run their plain loops")
+    before = tg.get_num_threads()
+    monkeypatch.setattr(jit, "GRAIN", 0)
+    tg.set_num_threads(2)
+    yield
+    tg.set_num_threads(before)
+
+
+def _both(call, monkeypatch):
+    """call()'s arrays with the loops split over two threads, then on one."""
+    split = [np.array(a) for a in call()]
+    monkeypatch.setattr(jit, "_threads_here", lambda: 1)
+    return split, [np.array(a) for a in call()]
+
+
+def _split_ran(kernel):
+    return len(kernel.parallel.signatures) > 0
+
+
+ELEMENTWISE = {
+    "relu": (lambda x, g: (kernels.relu(x), kernels.relu_backward(x, g)),
+             [activation._relu_loop, activation._relu_backward_loop]),
+    "gelu tanh": (lambda x, g: (*kernels.gelu_tanh(x),
+                                kernels.gelu_tanh_backward(x, kernels.gelu_tanh(x)[1], g)),
+                  [activation._gelu_tanh_loop, activation._gelu_backward_loop]),
+    "gelu exact": (lambda x, g: (*kernels.gelu_erf(x),
+                                 kernels.gelu_erf_backward(x, kernels.gelu_erf(x)[1], g)),
+                   [activation._gelu_erf_backward_loop]),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
+def test_elementwise_kernels_split_give_the_same_values(name, dtype, two_threads, monkeypatch):
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((37, 129)) * 3).astype(dtype)  # parts of unequal lengths
+    x[0, :3] = [np.nan, np.inf, -np.inf]
+    g = rng.standard_normal(x.shape).astype(dtype)
+    fn, loops = ELEMENTWISE[name]
+    split, plain = _both(lambda: fn(x, g), monkeypatch)
+    assert all(map(_split_ran, loops))
+    for a, b in zip(split, plain):
+        np.testing.assert_array_equal(a, b)  # each element computed alike: bit for bit
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("center", [True, False])
+def test_norm_kernels_split_give_the_same_values(center, dtype, two_threads, monkeypatch):
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((3, 41, 64)) * 2 + 1).astype(dtype)
+    w, b = (rng.standard_normal(64).astype(dtype) for _ in range(2))
+    g = rng.standard_normal(x.shape).astype(dtype)
+
+    def call():
+        y, mean, rstd = kernels.norm_rows(x, w, b if center else None, 1e-5, (2,), center)
+        return (y, mean, rstd) + kernels.norm_rows_backward(
+            x, mean if center else None, rstd, w, g, (2,), center, True, center)[:2 + center]
+
+    split, plain = _both(call, monkeypatch)
+    assert _split_ran(norm._norm_loop) and _split_ran(norm._norm_backward_loop)
+    for a, b in zip(split[:4], plain[:4]):  # y, the statistics and gx: row by row, alike
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(split[4:], plain[4:]):  # the weight's and bias's sums, added in parts
+        np.testing.assert_allclose(a, b, rtol=1e-12 if dtype == np.float64 else 1e-6)
+    # and the parts' sums are the whole sums: against the array formula
+    xhat = (x - split[1]) * split[2]
+    np.testing.assert_allclose(split[4], (g * xhat).sum((0, 1)), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_softmax_kernels_split_give_the_same_values(causal, two_threads, monkeypatch):
+    rng = np.random.default_rng(2)
+    s = rng.standard_normal((3, 2, 33, 33)).astype(np.float32)
+    dp = rng.standard_normal(s.shape).astype(np.float32)
+    delta = rng.standard_normal(s.shape[:-1] + (1,)).astype(np.float32)
+
+    def call():
+        p = kernels.softmax_rows(s.copy(), causal, scale=0.5)
+        return p, kernels.softmax_rows_backward(dp.copy(), p, delta, scale=0.5)
+
+    split, plain = _both(call, monkeypatch)
+    assert _split_ran(attention._softmax_loop) and _split_ran(attention._softmax_backward_loop)
+    for a, b in zip(split, plain):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 16, 8), (7, 32, 16)])
+def test_whole_attention_loops_split_give_the_same_values(shape, two_threads, monkeypatch):
+    if mkl_blas.gemm_function(np.dtype(np.float32)) is None:
+        pytest.skip("MKL is not installed (pip install tensorgrad[mkl]) or TENSORGRAD_BLAS=numpy")
+    rng = np.random.default_rng(3)
+    q, k, v, g = (rng.standard_normal(shape).astype(np.float32) for _ in range(4))
+
+    def call():
+        out, p = kernels.whole_forward(q, k, v, True, 0.3)
+        return (out, p) + kernels.whole_backward(q, k, v, g, out, p, 0.3, True, True, True)
+
+    split, plain = _both(call, monkeypatch)
+    assert (_split_ran(whole_attention._forward_loop)
+            and _split_ran(whole_attention._backward_loop))
+    for a, b in zip(split, plain):  # each matrix made alike, on whichever thread
+        np.testing.assert_array_equal(a, b)
+
+
+def test_one_thread_and_the_pool_threads_run_the_plain_loop(two_threads):
+    assert jit._threads_here() == 2
+    assert numba.get_num_threads() == 2  # the count reaches Numba, for this thread
+    seen = []
+    threads.map_matrices(lambda i: seen.append(jit._threads_here()), [(i, ()) for i in range(4)])
+    assert seen == [1] * 4
+    tg.set_num_threads(1)
+    assert jit._threads_here() == 1
+
+
+def test_a_forked_child_runs_the_kernels_after_the_parent_split_them():
+    """GNU OpenMP does not survive fork, and Numba ends a forked child's first parallel loop
+    (SIGTERM) once the parent has run one: a DataLoader worker forked after training steps would
+    die. The child runs the plain loops."""
+    code = textwrap.dedent("""
+        import multiprocessing
+        import numpy as np
+        import tensorgrad as tg
+        from tensorgrad.backend import kernels
+        from tensorgrad.backend.kernels import activation, jit
+
+        def gelu(seed):
+            x = np.random.default_rng(seed).standard_normal(1 << 16)
+            exact = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+            return float(np.abs(kernels.gelu_tanh(x.astype(np.float32))[0] - exact).max())
+
+        if __name__ == "__main__":
+            tg.set_num_threads(2)
+            gelu(0)
+            assert len(activation._gelu_tanh_loop.parallel.signatures) == jit._on_openmp()
+            with multiprocessing.get_context("fork").Pool(2) as pool:
+                print(max(pool.map_async(gelu, range(4)).get(timeout=120)) < 1e-5)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
