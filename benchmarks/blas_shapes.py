@@ -2,6 +2,7 @@
 
     python benchmarks/blas_shapes.py            # GPT-mini, B=16, T=128 (the gpt_step workload)
     python benchmarks/blas_shapes.py --tiny     # toy sizes (checks the script)
+    OMP_NUM_THREADS=2 python benchmarks/blas_shapes.py   # both on two threads
 
 Every GEMM that tensorgrad's GPT-mini step runs (benchmarks/workloads/gpt_step.py), with the
 operand layouts tensorgrad passes: the Linear layers' x @ W.T forward, g @ W and g^T @ x
@@ -18,8 +19,8 @@ import os
 import sys
 import timeit
 
-for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_name, "1")  # before NumPy or torch load their BLAS
+for _name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # before NumPy or torch load a BLAS
+    os.environ.setdefault(_name, os.environ.setdefault("OMP_NUM_THREADS", "1"))
 
 import numpy as np  # noqa: E402
 
@@ -69,7 +70,8 @@ def main(argv=None):
     parser.add_argument("--tiny", action="store_true", help="toy sizes (checks the script)")
     args = parser.parse_args(argv)
     import torch
-    torch.set_num_threads(1)
+    threads = int(os.environ["OMP_NUM_THREADS"])
+    torch.set_num_threads(threads)
     from tensorgrad.backend import get_backend
     xp = get_backend("cpu")  # tensorgrad's matmul: MKL or NumPy's, steered onto one BLAS call
     rng = np.random.default_rng(0)
@@ -89,7 +91,8 @@ def main(argv=None):
     print(f"| **per step** | | | **{totals[0] / 1e3:,.1f} ms** | **{totals[1] / 1e3:,.1f} ms** | "
           f"**{totals[0] / totals[1]:.2f}** |")
     print(f"\ntensorgrad: {xp.blas_name()}, NumPy {np.__version__}; torch {torch.__version__} "
-          f"({'MKL' if torch.backends.mkl.is_available() else 'its own BLAS'}); one thread")
+          f"({'MKL' if torch.backends.mkl.is_available() else 'its own BLAS'}); "
+          f"{threads} thread{'s' * (threads != 1)}")
     return tuple(totals)
 
 

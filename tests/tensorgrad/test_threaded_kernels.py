@@ -15,7 +15,7 @@ from tensorgrad.backend import mkl_blas, threads
 numba = pytest.importorskip("numba", reason="numba is not installed: the CPU backend runs "
                                             "without fused kernels (pip install tensorgrad[fast])")
 from tensorgrad.backend import kernels  # noqa: E402  (needs numba)
-from tensorgrad.backend.kernels import activation, attention, jit, norm  # noqa: E402
+from tensorgrad.backend.kernels import activation, attention, jit, norm, optim  # noqa: E402
 from tensorgrad.backend.kernels import whole_attention  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -93,6 +93,23 @@ def test_norm_kernels_split_give_the_same_values(center, dtype, two_threads, mon
     # and the parts' sums are the whole sums: against the array formula
     xhat = (x - split[1]) * split[2]
     np.testing.assert_allclose(split[4], (g * xhat).sum((0, 1)), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_optimizer_kernels_split_give_the_same_values(dtype, two_threads, monkeypatch):
+    rng = np.random.default_rng(4)
+    start = [rng.standard_normal((33, 65)).astype(dtype) for _ in range(4)]
+
+    def call():
+        param, grad, exp_avg, exp_avg_sq = (a.copy() for a in start)
+        exp_avg_sq = np.abs(exp_avg_sq)
+        kernels.adam_step(param, grad, exp_avg, exp_avg_sq, 1e-2, (0.9, 0.99), 1e-8, 0.1, True, 3)
+        return param, exp_avg, exp_avg_sq, kernels.add_scaled_(grad, exp_avg, -0.5)
+
+    split, plain = _both(call, monkeypatch)
+    assert _split_ran(optim._adam_loop) and _split_ran(optim._add_scaled_loop)
+    for a, b in zip(split, plain):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("causal", [True, False])

@@ -37,12 +37,17 @@ def _norm_loop(x, weight, bias, eps, center, y, stats):
 
 
 @threaded
-def _norm_backward_loop(x, mean, rstd, weight, g, center, gx, gweight, gbias, parts):
+def _norm_backward_loop(x, mean, rstd, weight, g, center, gx, sums):
     # gx = rstd (gxhat - mean(gxhat) - xhat mean(gxhat xhat)), gxhat = g * weight; RMS norm
-    # (center False) has no mean(gxhat) term. gweight, gbias: (parts, cols) float64 sums, each
-    # over one part of the rows (the parts run side by side), which the caller adds up.
+    # (center False) has no mean(gxhat) term. sums: (parts, 2, cols), float64, each part's sums
+    # over its rows of g * xhat (the weight's gradient) and of g (the bias's); the parts run
+    # side by side, and the caller adds them up.
     rows, cols = x.shape
+    parts = sums.shape[0]
     for part in prange(parts):
+        # the part's running sums kept apart from the shared array, written to it once: summed
+        # in place there, the loop took as long on two threads as on one (gpt_step)
+        weight_sum, bias_sum = numpy.zeros(cols), numpy.zeros(cols)
         for r in range(part * rows // parts, (part + 1) * rows // parts):
             mu, inv = mean[r], rstd[r]
             total = 0.0
@@ -57,10 +62,10 @@ def _norm_backward_loop(x, mean, rstd, weight, g, center, gx, gweight, gbias, pa
                 xh = (x[r, j] - mu) * inv
                 gh = g[r, j] * weight[j] if weight is not None else g[r, j]
                 gx[r, j] = inv * (gh - total - xh * dot)
-                if gweight is not None:
-                    gweight[part, j] += g[r, j] * xh
-                if gbias is not None:
-                    gbias[part, j] += g[r, j]
+                weight_sum[j] += g[r, j] * xh
+                bias_sum[j] += g[r, j]
+        sums[part, 0] = weight_sum
+        sums[part, 1] = bias_sum
 
 
 def norm_rows(x, weight, bias, eps, dims, center):
@@ -90,13 +95,10 @@ def norm_rows_backward(x, mean, rstd, weight, g, dims, center, needs_weight, nee
         mean = numpy.zeros(rows.shape[0], x.dtype)
     gx = numpy.empty_like(rows)
     parts = max(1, min(threads.get_num_threads(), rows.shape[0]))
-    gweight = numpy.zeros((parts, cols)) if needs_weight else None
-    gbias = numpy.zeros((parts, cols)) if needs_bias else None
+    sums = numpy.empty((parts, 2, cols))
     _norm_backward_loop(rows, mean.reshape(-1), rstd.reshape(-1),
                         None if weight is None else weight.reshape(-1), rows_of(g, cols), center,
-                        gx, gweight, gbias, parts)
+                        gx, sums)
     shape = tuple(x.shape[d] for d in dims)
-    return (gx.reshape(x.shape),
-            None if gweight is None else gweight.sum(0).astype(x.dtype).reshape(shape),
-            None if gbias is None else gbias.sum(0).astype(x.dtype).reshape(shape))
-
+    gweight, gbias = sums.sum(0).astype(x.dtype).reshape((2,) + shape)
+    return gx.reshape(x.shape), gweight if needs_weight else None, gbias if needs_bias else None

@@ -3,12 +3,14 @@ operations (benchmarks/: gpt_step, mlp_step). It computes in the parameter's dty
 code in tensorgrad.nn.optim does."""
 import math
 
-from .jit import flat, jit
+from numba import prange
+
+from .jit import flat, threaded
 
 
-@jit
+@threaded
 def _adam_loop(p, g, m, v, decay, l2, beta1, keep1, beta2, keep2, step_size, inv_bias2, eps):
-    for i in range(p.size):
+    for i in prange(p.size):
         pi = p[i]
         gi = g[i] + l2 * pi
         mi = beta1 * m[i] + keep1 * gi
@@ -33,9 +35,9 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, lr, betas, eps, weight_decay, de
                kind(eps))
 
 
-@jit
+@threaded
 def _add_scaled_loop(y, x, alpha):
-    for i in range(y.size):
+    for i in prange(y.size):
         y[i] += alpha * x[i]
 
 
