@@ -60,10 +60,14 @@ def _cross_entropy_composite(logits, target, weight, ignore_index, label_smoothi
 def _cross_entropy(xp, logits, target, weight, ignore_index, label_smoothing, reduction):
     n, classes = logits.shape
     valid, safe, w, w_t = _class_weights(xp, logits, target, weight, ignore_index)
-    top = logits.max(axis=1, keepdims=True)
-    e = logits - top
-    xp.exp(e, out=e)
-    total = e.sum(axis=1, keepdims=True)
+    kernels = xp.kernels(logits)
+    if kernels is not None and logits.size:  # one pass (backend/kernels/loss.py)
+        top, total = kernels.max_and_sum_exp(logits)
+    else:
+        top = logits.max(axis=1, keepdims=True)
+        e = logits - top
+        xp.exp(e, out=e)
+        total = e.sum(axis=1, keepdims=True)
     lse = top[:, 0] + xp.log(total[:, 0])  # (N,) log sum_j exp(logit_j)
     loss = (1.0 - label_smoothing) * w_t * (lse - logits[xp.arange(n), safe])
     if label_smoothing:  # sum_j w_j (-log p_j) = lse * sum w - logits @ w
@@ -90,10 +94,15 @@ def _cross_entropy_vjp(ctx, g):
     if a["reduction"] == "mean":
         s = s / w_t.sum()
     top, total = ctx.extra
-    grad = logits - top  # (N, C), becomes the gradient in place
-    xp.exp(grad, out=grad)
-    grad /= total  # p
-    grad *= (((1.0 - eps) * w_t + (eps / classes) * w.sum() * valid) * s)[:, None]
+    row_scale = ((1.0 - eps) * w_t + (eps / classes) * w.sum() * valid) * s
+    kernels = xp.kernels(logits)
+    if kernels is not None and logits.size:  # one pass (backend/kernels/loss.py)
+        grad = kernels.scaled_softmax(logits, top, total, row_scale)
+    else:
+        grad = logits - top  # (N, C), becomes the gradient in place
+        xp.exp(grad, out=grad)
+        grad /= total  # p
+        grad *= row_scale[:, None]
     grad[xp.arange(n), safe] -= (1.0 - eps) * w_t * s
     if eps:
         grad -= ((eps / classes) * valid * s)[:, None] * w

@@ -173,6 +173,46 @@ def test_optimizer_steps_are_the_same_on_both_paths(name, dtype, monkeypatch):
     np.testing.assert_allclose(*trajectories, rtol=tolerance, atol=tolerance)
 
 
+CROSS_ENTROPY = {
+    "plain": {},
+    "weights, ignored rows, smoothing": {"weight": True, "ignore_index": 1,
+                                         "label_smoothing": 0.2},
+    "sum": {"reduction": "sum"},
+    "none": {"reduction": "none"},
+}
+
+
+@pytest.mark.parametrize("dtype", [tg.float32, tg.float64])
+@pytest.mark.parametrize("name", sorted(CROSS_ENTROPY))
+def test_cross_entropy_is_the_same_on_both_paths(name, dtype, monkeypatch):
+    rng = np.random.default_rng(5)
+    logits = (rng.standard_normal((9, 7)) * 4).astype(dtype)
+    target = tg.tensor(rng.integers(0, 7, 9))
+    options = dict(CROSS_ENTROPY[name])
+    if options.pop("weight", False):
+        options["weight"] = tg.tensor(rng.uniform(0.5, 2.0, 7).astype(dtype))
+    probe = rng.standard_normal(9 if options.get("reduction") == "none" else ()).astype(dtype)
+    fn = lambda x: tg.nn.functional.cross_entropy(x, target, **options)  # noqa: E731
+    fused, plain = _both_paths(fn, [logits], probe, monkeypatch)
+    tolerance = 1e-5 if dtype == tg.float32 else 1e-12
+    for a, e in zip(fused, plain):
+        assert a.dtype == dtype
+        np.testing.assert_allclose(a, e, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NumPy's, on inf - inf
+def test_cross_entropy_kernels_give_nan_where_the_array_code_does(monkeypatch):
+    logits = np.array([[0.0, np.nan, 1.0], [np.inf, 0.0, 1.0], [-np.inf] * 3, [1.0, 2.0, 3.0]],
+                      np.float32)
+    target = tg.tensor(np.array([0, 1, 2, 0]))
+    fn = lambda x: tg.nn.functional.cross_entropy(x, target, reduction="none")  # noqa: E731
+    fused, plain = _both_paths(fn, [logits], np.ones(4, np.float32), monkeypatch)
+    for a, e in zip(fused, plain):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(e))
+        np.testing.assert_allclose(a[~np.isnan(a)], e[~np.isnan(e)], rtol=1e-5)
+    assert np.isnan(fused[0][:3]).all() and np.isfinite(fused[0][3])
+
+
 def test_relu_kernel_keeps_nan_and_gives_zero_gradient_at_zero():
     x = tg.tensor([np.nan, -1.0, 0.0, 2.0], requires_grad=True)
     y = tg.relu(x)
@@ -339,10 +379,14 @@ from tensorgrad.models import GPT, GPTConfig
 for t in (8, 300):  # the whole-matrix path and the tiled one
     q, k, v = (tg.randn(1, 2, t, 16, requires_grad=True) for _ in range(3))
     tg.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+from tensorgrad.backend.kernels import jit
 model = GPT(GPTConfig.mini(vocab_size=32, block_size=16, n_layer=1, n_head=2, n_embd=16, d_ff=32))
 opt = nn.optim.AdamW(model.parameters(), lr=1e-3)
-model(tg.randint(0, 32, (2, 16)), tg.randint(0, 32, (2, 16)))[1].backward()
-opt.step()
+for threads in (1, 2):  # the plain loops, then every call split (the threaded twins)
+    tg.set_num_threads(threads)
+    jit.GRAIN = 0
+    model(tg.randint(0, 32, (2, 16)), tg.randint(0, 32, (2, 16)))[1].backward()
+    opt.step()
 """
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,

@@ -15,7 +15,7 @@ from tensorgrad.backend import mkl_blas, threads
 numba = pytest.importorskip("numba", reason="numba is not installed: the CPU backend runs "
                                             "without fused kernels (pip install tensorgrad[fast])")
 from tensorgrad.backend import kernels  # noqa: E402  (needs numba)
-from tensorgrad.backend.kernels import activation, attention, jit, norm, optim  # noqa: E402
+from tensorgrad.backend.kernels import activation, attention, jit, loss, norm, optim  # noqa: E402,E501
 from tensorgrad.backend.kernels import whole_attention  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -108,6 +108,21 @@ def test_optimizer_kernels_split_give_the_same_values(dtype, two_threads, monkey
 
     split, plain = _both(call, monkeypatch)
     assert _split_ran(optim._adam_loop) and _split_ran(optim._add_scaled_loop)
+    for a, b in zip(split, plain):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_cross_entropy_kernels_split_give_the_same_values(two_threads, monkeypatch):
+    rng = np.random.default_rng(6)
+    logits = (rng.standard_normal((45, 67)) * 3).astype(np.float32)
+    scale = rng.standard_normal(45).astype(np.float32)
+
+    def call():
+        top, total = kernels.max_and_sum_exp(logits)
+        return top, total, kernels.scaled_softmax(logits, top, total, scale)
+
+    split, plain = _both(call, monkeypatch)
+    assert _split_ran(loss._max_and_sum_loop) and _split_ran(loss._scaled_softmax_loop)
     for a, b in zip(split, plain):
         np.testing.assert_array_equal(a, b)
 

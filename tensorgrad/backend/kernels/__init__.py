@@ -17,6 +17,7 @@ from .attention import (exp_shifted_, hide_future_, online_step_, softmax_rows, 
                         softmax_rows_backward)
 from .index import scatter_add_rows  # noqa: F401
 from .jit import DTYPES
+from .loss import max_and_sum_exp, scaled_softmax  # noqa: F401
 from .norm import norm_rows, norm_rows_backward  # noqa: F401
 from .optim import adam_step, add_scaled_  # noqa: F401
 from .tiled_attention import tiled_backward_, tiled_forward_  # noqa: F401
