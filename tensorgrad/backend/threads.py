@@ -1,20 +1,24 @@
 """How many CPU threads an op may use: torch.set_num_threads / get_num_threads, and the one loop
 of tensorgrad's own that runs on several of them.
 
-PyTorch's CPU kernels split their work across an intra-op thread pool; here the BLAS has its own
-threads, and every other array call runs on the calling thread. That suits large products, and
-fails where an op is a loop of small ones: the tiled attention path works one (T, E) matrix and
-one block at a time, products of 256 x 64 x 512 that a second BLAS thread speeds up by a third,
-and its exponentials and compiled loops run on one core whatever the BLAS does. So that loop
-runs its independent matrices (batch x heads) on a pool of threads instead, each with a
-single-threaded BLAS. A matrix's compiled block loop (backend/kernels/tiled_attention.py) runs
-without Python's lock from start to end, so the threads run side by side (benchmarks/: attention
-T=4096 at --threads 2, 1.8-1.9x faster than one thread; with the loop in Python, whose array
-calls release the lock only while they run, 1.3-1.6x).
+PyTorch's CPU kernels split their work across an intra-op thread pool. Here three things use the
+threads: the BLAS (MKL's OpenMP threads, or OpenBLAS's), the compiled kernels whose outer loop is
+a numba.prange (backend/kernels/jit.py `threaded`: GELU, the norms, the softmaxes, attention's
+whole-matrix loop, the optimizers' updates, cross-entropy), which Numba runs on the same GNU
+OpenMP threads as MKL, and the pool below. Other array calls run on the calling thread.
+
+The pool is for loops of small ones: the tiled attention path works one (T, E) matrix and one
+block at a time, products of 256 x 64 x 512 that a second BLAS thread speeds up by a third. So
+that loop runs its independent matrices (batch x heads) on a pool of threads instead, each with
+a single-threaded BLAS and single-threaded kernels (in_pool). A matrix's compiled block loop
+(backend/kernels/tiled_attention.py) runs without Python's lock from start to end, so the
+threads run side by side (benchmarks/: attention T=4096 at --threads 2, 1.8-1.9x faster than
+one thread; with the loop in Python, whose array calls release the lock only while they run,
+1.3-1.6x).
 
 The count starts from OMP_NUM_THREADS, as PyTorch's does, else the CPUs this process may run on.
 `set_num_threads(n)` sets it and the BLAS libraries' (through threadpoolctl, which finds
-OpenBLAS and MKL in the process).
+OpenBLAS and MKL in the process); the kernels read it at each call.
 """
 import os
 import threading
@@ -59,8 +63,8 @@ def get_num_threads():
 
 
 def set_num_threads(n):
-    """Use n threads on the CPU: the BLAS's and tensorgrad's own parallel loop
-    (torch.set_num_threads)."""
+    """Use n threads on the CPU: the BLAS's, the threaded kernels' and tensorgrad's own parallel
+    loop's (torch.set_num_threads)."""
     global _threads, _set_by_user
     # RuntimeError, as torch raises for both
     if isinstance(n, bool) or not isinstance(n, int):
