@@ -125,15 +125,22 @@ def library():
     if _lib is ...:
         _lib = None if os.environ.get("TENSORGRAD_BLAS") == "numpy" else _open()
         if _lib is not None:
-            # set_num_threads and the threads of tiled attention must reach MKL too: it starts
-            # with a count set before it loaded (else two threads after set_num_threads(1),
-            # and 30x slower attention on a busy machine), and under GNU OpenMP its count is per
-            # thread, so the pool's threads set their own
-            if threads.chosen_num_threads() is not None:
-                _lib.MKL_Set_Num_Threads(threads.chosen_num_threads())
+            # MKL's count is set here, as a number: left to itself, under GNU OpenMP, it follows
+            # the calling thread's OpenMP setting, which Numba's OpenMP layer raises to every
+            # CPU when it starts (two MKL threads at OMP_NUM_THREADS=1). set_num_threads, if
+            # called before MKL loaded, gives the count (else two threads after
+            # set_num_threads(1), and 30x slower attention on a busy machine), then
+            # MKL_NUM_THREADS, then get_num_threads (OMP_NUM_THREADS, else every CPU).
+            _lib.MKL_Set_Num_Threads(threads.chosen_num_threads() or _environment_count()
+                                     or threads.get_num_threads())
             threads.libraries_changed()
             threads.openblas_on_one_thread()  # it keeps only the small products
     return _lib
+
+
+def _environment_count():
+    value = os.environ.get("MKL_NUM_THREADS", "")
+    return int(value) if value.strip().isdigit() and int(value) > 0 else None
 
 
 def name():

@@ -300,6 +300,29 @@ def test_products_run_on_the_process_count_and_compiled_loops_on_one_thread():
 
 
 @needs_mkl
+@pytest.mark.parametrize("env, expected", [({"OMP_NUM_THREADS": "1"}, "1 1"),
+                                           ({"OMP_NUM_THREADS": "2"}, "2 2"),
+                                           ({"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "1"},
+                                            "1 1")])
+def test_mkl_keeps_its_count_when_numba_starts_openmp(env, expected):
+    """Left to itself, GNU-threaded MKL follows the thread's OpenMP setting, which Numba's
+    OpenMP layer raises to every CPU when it starts: MKL ran two threads at OMP_NUM_THREADS=1."""
+    pytest.importorskip("numba", reason="numba is not installed (pip install tensorgrad[fast])")
+    out = _run("""
+        import numpy as np
+        from tensorgrad.backend import mkl_blas
+        from tensorgrad.backend.kernels import jit
+        lib = mkl_blas.library()
+        before = lib.MKL_Get_Max_Threads()
+        jit._on_openmp()  # starts Numba's threading layer
+        a = np.ones((256, 256), np.float32)
+        assert (mkl_blas.matmul(a, a) == 256).all()
+        print(before, lib.MKL_Get_Max_Threads())
+    """, **{"OMP_NUM_THREADS": "", "MKL_NUM_THREADS": "", **env})
+    assert out.strip() == expected
+
+
+@needs_mkl
 def test_fork_after_a_threaded_gemm():
     """Worker processes forked after a two-thread GEMM (what a DataLoader with workers does) run
     their own GEMMs and finish: GNU OpenMP would hang in them, so they run MKL on one thread."""

@@ -199,3 +199,24 @@ def test_a_forked_child_runs_the_kernels_after_the_parent_split_them():
                           text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_starting_the_threads_leaves_torch_its_thread_count(threads):
+    """Numba's OpenMP layer sets the thread's OpenMP count to every CPU as it starts, and beside
+    PyTorch that count was torch's: torch.get_num_threads() went from 1 to 2."""
+    pytest.importorskip("torch")
+    code = textwrap.dedent("""
+        import tensorgrad as tg
+        import torch
+        torch.set_num_threads(1)
+        from tensorgrad.backend.kernels import jit
+        before = torch.get_num_threads()
+        jit._on_openmp()
+        print(before, torch.get_num_threads())
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS=threads))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1 1"

@@ -1,4 +1,5 @@
 """What every kernel module shares: the Numba decorators and array reshaping helpers."""
+import ctypes
 import os
 import threading
 import types
@@ -82,11 +83,30 @@ def _on_openmp():
     if _layer is None:
         try:  # loads the threading layer Numba would pick (NUMBA_THREADING_LAYER, else its order)
             from numba.np.ufunc.parallel import _launch_threads
+            settings = _openmp_settings()
             _launch_threads()
+            # Numba's OpenMP layer, starting, sets this thread's OpenMP thread count to every CPU
+            # (its own loops name their count), and the OpenMP runtime may be the one PyTorch
+            # or MKL reads: torch.get_num_threads() went from 1 to 2 beside tensorgrad. Put back.
+            for runtime, count in settings:
+                runtime.omp_set_num_threads(count)
             _layer = numba.threading_layer() == "omp"
         except (ImportError, ValueError):  # no layer loads (no libgomp, say): plain loops
             _layer = False
     return _layer
+
+
+def _openmp_settings():
+    """(runtime, thread count) for this thread, for every GNU OpenMP runtime in the process
+    (PyTorch's wheel brings a copy under its own name), the system's loaded first."""
+    try:
+        ctypes.CDLL("libgomp.so.1")
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "/libgomp" in line}
+    except OSError:  # no libgomp (then no OpenMP layer either), or not Linux
+        return []
+    runtimes = [ctypes.CDLL(path) for path in sorted(paths)]  # loaded already: the same ones
+    return [(runtime, runtime.omp_get_max_threads()) for runtime in runtimes]
 
 
 def flat(a):
