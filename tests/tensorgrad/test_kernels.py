@@ -173,6 +173,21 @@ def test_optimizer_steps_are_the_same_on_both_paths(name, dtype, monkeypatch):
     np.testing.assert_allclose(*trajectories, rtol=tolerance, atol=tolerance)
 
 
+@pytest.mark.parametrize("dtype", [tg.float32, tg.float64])
+def test_linear_bias_is_the_same_on_both_paths(dtype, monkeypatch):
+    """Outputs past the kernels' grain add the bias and sum its gradient in compiled loops."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 150, 64)).astype(dtype)  # 300 rows x 130 outputs: past it
+    w = rng.standard_normal((130, 64)).astype(dtype)
+    b = rng.standard_normal(130).astype(dtype)
+    probe = rng.standard_normal((2, 150, 130)).astype(dtype)
+    fused, plain = _both_paths(tg.nn.functional.linear, [x, w, b], probe, monkeypatch)
+    tolerance = 1e-5 if dtype == tg.float32 else 1e-12
+    for a, e in zip(fused, plain):
+        assert a.dtype == dtype
+        np.testing.assert_allclose(a, e, rtol=tolerance, atol=tolerance)
+
+
 CROSS_ENTROPY = {
     "plain": {},
     "weights, ignored rows, smoothing": {"weight": True, "ignore_index": 1,

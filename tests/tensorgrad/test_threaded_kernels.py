@@ -15,7 +15,8 @@ from tensorgrad.backend import mkl_blas, threads
 numba = pytest.importorskip("numba", reason="numba is not installed: the CPU backend runs "
                                             "without fused kernels (pip install tensorgrad[fast])")
 from tensorgrad.backend import kernels  # noqa: E402  (needs numba)
-from tensorgrad.backend.kernels import activation, attention, jit, loss, norm, optim  # noqa: E402,E501
+from tensorgrad.backend.kernels import activation, attention, jit, linalg, loss, norm  # noqa: E402,E501
+from tensorgrad.backend.kernels import optim  # noqa: E402
 from tensorgrad.backend.kernels import whole_attention  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -110,6 +111,19 @@ def test_optimizer_kernels_split_give_the_same_values(dtype, two_threads, monkey
     assert _split_ran(optim._adam_loop) and _split_ran(optim._add_scaled_loop)
     for a, b in zip(split, plain):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linear_kernels_split_give_the_same_values(dtype, two_threads, monkeypatch):
+    rng = np.random.default_rng(7)
+    out = rng.standard_normal((53, 31)).astype(dtype)
+    bias = rng.standard_normal(31).astype(dtype)
+    split, plain = _both(lambda: (kernels.add_to_rows_(out.copy(), bias),
+                                  kernels.column_sums(out)), monkeypatch)
+    assert _split_ran(linalg._add_to_rows_loop) and _split_ran(linalg._column_sums_loop)
+    for a, b in zip(split, plain):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(split[1], out.sum(0), rtol=1e-5)
 
 
 def test_cross_entropy_kernels_split_give_the_same_values(two_threads, monkeypatch):

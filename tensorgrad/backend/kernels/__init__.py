@@ -1,11 +1,12 @@
 """Fused CPU kernels compiled with Numba, one module per op family, mirroring tensorgrad/ops/:
 each is the compiled twin of the array code in the op's own file (activation.py <->
 ops/activation.py, norm.py <-> ops/norm.py, attention.py <-> ops/attention.py, loss.py <->
-ops/loss.py) and makes one pass over memory where the array code makes several (one NumPy call
-per arithmetic step, each writing a temporary). tiled_attention.py and whole_attention.py are
-twins of whole loops, ops/attention.py's tiled and whole-matrix paths, whose products they make
-themselves through MKL. The kernels marked `@threaded` (jit.py) split their outer loop over the
-CPU threads (tensorgrad.get_num_threads), as PyTorch's CPU kernels do.
+ops/loss.py, linalg.py <-> ops/linalg.py) and makes one pass over memory where the array code
+makes several (one NumPy call per arithmetic step, each writing a temporary). tiled_attention.py
+and whole_attention.py are twins of whole loops, ops/attention.py's tiled and whole-matrix
+paths, whose products they make themselves through MKL. The kernels marked `@threaded` (jit.py)
+split their outer loop over the CPU threads (tensorgrad.get_num_threads), as PyTorch's CPU
+kernels do.
 
 The NumPy backend hands this package out through `backend.kernels(*arrays)` when Numba is
 installed (`pip install tensorgrad[fast]`) and TENSORGRAD_NUMBA is not 0; otherwise that returns
@@ -19,7 +20,8 @@ from .activation import (gelu_erf, gelu_erf_backward, gelu_tanh, gelu_tanh_backw
 from .attention import (exp_shifted_, hide_future_, online_step_, softmax_rows,  # noqa: F401
                         softmax_rows_backward)
 from .index import scatter_add_rows  # noqa: F401
-from .jit import DTYPES
+from .jit import DTYPES, GRAIN  # noqa: F401
+from .linalg import add_to_rows_, column_sums  # noqa: F401
 from .loss import max_and_sum_exp, scaled_softmax  # noqa: F401
 from .norm import norm_rows, norm_rows_backward  # noqa: F401
 from .optim import adam_step, add_scaled_  # noqa: F401
