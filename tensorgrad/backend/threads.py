@@ -90,8 +90,8 @@ def openblas_on_one_thread():
     """Keep NumPy's OpenBLAS on one thread from now on: once MKL takes the float products
     (mkl_blas), OpenBLAS gets only those under mkl_blas.MIN_WORK, which a second thread does not
     speed up, while its worker spins between calls on the core that the threaded kernels and
-    MKL's OpenMP threads need (gpt_step at two threads: 240-290 ms a step with it spinning,
-    100-110 without; benchmarks/README.md, "Two threads")."""
+    MKL's OpenMP threads need (gpt_step at two threads: 240-248 ms a step with it spinning,
+    100-109 without; benchmarks/README.md, "Two threads")."""
     global _openblas_single
     with _lock:
         _openblas_single = True
