@@ -234,3 +234,29 @@ def test_starting_the_threads_leaves_torch_its_thread_count(threads):
                           env=dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS=threads))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1 1"
+
+
+def test_split_kernels_called_from_two_threads_at_once(two_threads):
+    """Each calling thread leads its own OpenMP team (Numba's OpenMP layer is thread-safe, its
+    default fallback layer is not: the kernels run only on OpenMP)."""
+    import threading
+
+    rng = np.random.default_rng(8)
+    xs = [rng.standard_normal(1 << 16).astype(np.float32) for _ in range(2)]
+    expected = [kernels.gelu_tanh(x)[0] for x in xs]
+    errors = []
+
+    def work(i):
+        try:
+            for _ in range(20):
+                np.testing.assert_array_equal(kernels.gelu_tanh(xs[i])[0], expected[i])
+        except Exception as error:  # noqa: BLE001  (reported below, in the test's thread)
+            errors.append(error)
+
+    workers = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert not errors
+    assert _split_ran(activation._gelu_tanh_loop)
