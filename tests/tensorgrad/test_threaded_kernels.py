@@ -25,9 +25,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.fixture
 def two_threads(monkeypatch):
     """Two threads, every call split (no grain), on Numba's OpenMP layer."""
-    if not jit._on_openmp():
-        pytest.skip("Numba's threading layer is not OpenMP here (no libgomp, or "
-                    "NUMBA_THREADING_LAYER chose another): the kernels run their plain loops")
+    if mkl_blas.library() is None or not jit._on_openmp():
+        pytest.skip("no MKL (pip install tensorgrad[mkl]; or TENSORGRAD_BLAS=numpy), or Numba's "
+                    "threading layer is not OpenMP (no libgomp, or NUMBA_THREADING_LAYER chose "
+                    "another): the kernels run their plain loops")
     before = tg.get_num_threads()
     monkeypatch.setattr(jit, "GRAIN", 0)
     tg.set_num_threads(2)
@@ -260,3 +261,19 @@ def test_split_kernels_called_from_two_threads_at_once(two_threads):
         w.join()
     assert not errors
     assert _split_ran(activation._gelu_tanh_loop)
+
+
+def test_without_mkl_the_kernels_keep_to_one_thread():
+    """Then NumPy's OpenBLAS runs the products on threads of its own, which spin between calls;
+    OpenMP's beside them fought them for the cores (gpt_step 3x slower at two threads)."""
+    code = textwrap.dedent("""
+        import tensorgrad as tg
+        from tensorgrad.backend.kernels import jit
+        tg.set_num_threads(2)
+        print(jit._threads_here())
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=ROOT, TENSORGRAD_BLAS="numpy"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1"
