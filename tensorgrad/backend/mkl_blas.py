@@ -44,6 +44,7 @@ _local = threading.local()  # .threads: what this thread last asked of MKL (its 
 _FLOAT32, _FLOAT64 = numpy.dtype("float32"), numpy.dtype("float64")
 _lib = ...  # the loaded library (a ctypes.CDLL), None when there is none; ... until first use
 _gemm = {}  # dtype -> (cblas_?gemm, cblas_?gemm_batch_strided, ctypes scalar type)
+_on_gnu_openmp = False  # whether the library runs its threads on GNU OpenMP (set by _open)
 _grouped = {}  # dtype -> cblas_?gemm_batch (matrices at any addresses)
 
 
@@ -57,6 +58,7 @@ def _candidates():
 
 def _open():
     """libmkl_rt set up for this module's calls, or None."""
+    global _on_gnu_openmp
     for path in _candidates():
         try:
             lib = ctypes.CDLL(path) if path else None
@@ -76,8 +78,11 @@ def _open():
                 # Intel-threaded MKL sometimes returns wrong products (a (1024, 2048) @ (2048, 1)
                 # came out doubled, test_mkl_blas.py). Without libgomp, one thread. Threads
                 # come from MKL_NUM_THREADS / OMP_NUM_THREADS, as for any MKL program.
-                lib.MKL_Set_Threading_Layer(_THREADING_GNU if _gnu_openmp()
-                                            else _THREADING_SEQUENTIAL)
+                layer = _THREADING_GNU if _gnu_openmp() else _THREADING_SEQUENTIAL
+                lib.MKL_Set_Threading_Layer(layer)
+                _on_gnu_openmp = layer == _THREADING_GNU
+            else:
+                _on_gnu_openmp = os.environ["MKL_THREADING_LAYER"].strip().upper() == "GNU"
             _bind(lib)
         except AttributeError:  # an MKL too old for the batched call (before 2020): not ours
             return None
@@ -136,6 +141,13 @@ def library():
             threads.libraries_changed()
             threads.openblas_on_one_thread()  # it keeps only the small products
     return _lib
+
+
+def threads_on_gnu_openmp():
+    """Whether MKL takes the float products with its threads on GNU OpenMP, the runtime Numba's
+    OpenMP layer runs the threaded kernels on (kernels/jit.py): one pool for both. Not when
+    MKL_THREADING_LAYER chose the runtime, which may be Intel's."""
+    return library() is not None and _on_gnu_openmp
 
 
 def _environment_count():

@@ -32,8 +32,8 @@ class threaded:
     call runs the plain loop (compiled at its first use) when the first argument has fewer than
     GRAIN elements, on one thread, on the pool's threads (threads.map_matrices, which already
     splits the work), in a forked child (GNU OpenMP does not survive fork: Numba ends a child's
-    first parallel loop), without MKL (OpenBLAS's threads then run the products) and when
-    Numba's threading layer is not OpenMP. Compiled loops call
+    first parallel loop), without MKL on GNU OpenMP (other threads then run the products) and
+    when Numba's threading layer is not OpenMP. Compiled loops call
     `.serial`: the loop around them is what gets split.
     """
 
@@ -70,10 +70,12 @@ if hasattr(os, "register_at_fork"):
 def _threads_here():
     """How many threads a threaded kernel called on this thread splits over (1: the plain loop),
     telling Numba when the count has changed (set_num_threads)."""
-    if _forked or threads.in_pool() or mkl_blas.library() is None or not _on_openmp():
-        # without MKL the products run on NumPy's OpenBLAS, whose own threads spin between
-        # calls: beside them, OpenMP's fought them for the cores (gpt_step at two threads with
-        # TENSORGRAD_BLAS=numpy, 354 ms a step against 116 with the plain loops)
+    if (_forked or threads.in_pool() or not mkl_blas.threads_on_gnu_openmp()
+            or not _on_openmp()):
+        # without MKL on GNU OpenMP the products run on other threads (NumPy's OpenBLAS, or
+        # Intel's OpenMP), which spin between calls: beside them, Numba's fought them for the
+        # cores (gpt_step at two threads with TENSORGRAD_BLAS=numpy, 354 ms a step against 116
+        # with the plain loops)
         return 1
     count = min(threads.get_num_threads(), numba.config.NUMBA_NUM_THREADS)
     if getattr(_here, "threads", None) != count:
