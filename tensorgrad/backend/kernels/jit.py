@@ -53,7 +53,7 @@ class threaded:
         return self.parallel(*args)
 
 
-_here = threading.local()  # .threads: the count this thread last gave Numba (it keeps one a thread)
+_here = threading.local()  # .threads: the count last given to Numba, which keeps one a thread
 _forked = False
 _layer = None  # whether Numba's parallel loops run on OpenMP, found at the first threaded call
 
