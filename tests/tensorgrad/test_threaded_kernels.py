@@ -22,6 +22,16 @@ from tensorgrad.backend.kernels import whole_attention  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def _run(code, **env):
+    """Run `code` in a fresh interpreter from the repository root, with `env` added; its stdout,
+    stripped."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=ROOT, **env))
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
 @pytest.fixture
 def two_threads(monkeypatch):
     """Two threads, every call split (no grain), on Numba's OpenMP layer."""
@@ -191,7 +201,7 @@ def test_a_forked_child_runs_the_kernels_after_the_parent_split_them():
     """GNU OpenMP does not survive fork, and Numba ends a forked child's first parallel loop
     (SIGTERM) once the parent has run one: a DataLoader worker forked after training steps would
     die. The child runs the plain loops."""
-    code = textwrap.dedent("""
+    out = _run("""
         import multiprocessing
         import numpy as np
         import tensorgrad as tg
@@ -210,10 +220,7 @@ def test_a_forked_child_runs_the_kernels_after_the_parent_split_them():
             with multiprocessing.get_context("fork").Pool(2) as pool:
                 print(max(pool.map_async(gelu, range(4)).get(timeout=120)) < 1e-5)
     """)
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "True"
+    assert out == "True"
 
 
 @pytest.mark.parametrize("threads", ["1", "2"])
@@ -221,7 +228,7 @@ def test_starting_the_threads_leaves_torch_its_thread_count(threads):
     """Numba's OpenMP layer sets the thread's OpenMP count to every CPU as it starts, and beside
     PyTorch that count was torch's: torch.get_num_threads() went from 1 to 2."""
     pytest.importorskip("torch")
-    code = textwrap.dedent("""
+    out = _run("""
         import tensorgrad as tg
         import torch
         torch.set_num_threads(1)
@@ -229,12 +236,8 @@ def test_starting_the_threads_leaves_torch_its_thread_count(threads):
         before = torch.get_num_threads()
         jit._on_openmp()
         print(before, torch.get_num_threads())
-    """)
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300,
-                          env=dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS=threads))
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "1 1"
+    """, OMP_NUM_THREADS=threads)
+    assert out == "1 1"
 
 
 def test_split_kernels_called_from_two_threads_at_once(two_threads):
@@ -268,13 +271,10 @@ def test_without_mkl_on_gnu_openmp_the_kernels_keep_to_one_thread(env):
     """Then other threads run the products (NumPy's OpenBLAS, Intel's OpenMP), which spin between
     calls; Numba's OpenMP threads beside them fought them for the cores (gpt_step 3x slower at
     two threads, OpenBLAS)."""
-    code = textwrap.dedent("""
+    out = _run("""
         import tensorgrad as tg
         from tensorgrad.backend.kernels import jit
         tg.set_num_threads(2)
         print(jit._threads_here())
-    """)
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT, **env))
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "1"
+    """, **env)
+    assert out == "1"
