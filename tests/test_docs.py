@@ -44,4 +44,5 @@ def test_every_page_is_found():
 
 
 if __name__ == "__main__":
+    sys.path.remove(str(pathlib.Path(__file__).parent))  # tests/tensorgrad is not the package
     run_page(pathlib.Path(sys.argv[1]))
