@@ -34,6 +34,12 @@ class _PerThread(threading.local):
 
 this_thread = _PerThread()
 
+
+def thread_switches():
+    """The calling thread's Switches: what nn.Module.__call__ reads and writes to name the nodes
+    of every op under it by the module's path."""
+    return this_thread.switches
+
 # How many threads have anomaly mode on: while none has, an op that records nothing need not
 # look up its thread's switches (generate, op_overhead). Changed under the lock: `+=` can race.
 anomaly_threads = [0]
