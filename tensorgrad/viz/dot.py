@@ -18,6 +18,7 @@ _NO_DOT = ("rendering needs Graphviz's `dot` program, which was not found on PAT
 _STYLE = {  # fill colours: ops, tensors that require grad, constants, collapsed modules, NaN/Inf
     "op": dict(shape="box", style="rounded,filled", fillcolor="#dce8f8", color="#4a6fa5"),
     "param": dict(shape="box", style="filled", fillcolor="#d6f0cc", color="#3c8d2f"),
+    "input": dict(shape="box", style="filled", fillcolor="#d6f0cc", color="#3c8d2f"),
     "const": dict(shape="box", style="filled,dashed", fillcolor="#eeeeee", color="#888888"),
     "module": dict(shape="box3d", style="filled", fillcolor="#fde8c8", color="#b7791f"),
     "bad": dict(fillcolor="#ff8a8a", color="#c00000", penwidth="2"),
@@ -49,7 +50,7 @@ def graph_title(items, backward, saved_total):
     ops = sum(item.ops for item in items.values())
     numel = sum(item.numel for item in items.values())
     kind = "backward graph" if backward else "graph"
-    text = f"{kind}: {ops} ops, {count(numel)} parameters"
+    text = f"{kind}: {ops} ops" + (f", {numel:,} parameters" if numel else "")
     if saved_total is not None:
         text += f", {size_in_bytes(saved_total)} saved for backward"
     return text
@@ -78,7 +79,12 @@ def to_dot(items, edges, levels, classes, title, rankdir, show):
             style = dict(_STYLE[item.kind], **(_STYLE["bad"] if item.bad else {}))
             if item.root:
                 style["penwidth"] = "2.5"
-            sub.node(ids[key], _label(item, classes, show), **style)
+            if item.kind == "module":  # dot keeps clusters apart, a lone node not
+                with sub.subgraph(name=f"cluster_{next(counter)}") as box:
+                    box.attr(label="", peripheries="0", margin="16")
+                    box.node(ids[key], _label(item, classes, show), **style)
+            else:
+                sub.node(ids[key], _label(item, classes, show), **style)
         for child in sorted(children.get(path, ()), key=natural_order):
             with sub.subgraph(name=f"cluster_{next(counter)}") as cluster:
                 name = html.escape(child)

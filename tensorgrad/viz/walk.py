@@ -104,9 +104,11 @@ def walk_graph(output, names, levels, backward, show_values, show_grad):
 
 
 def _leaf_item(tensor, names, scope):
-    kind = "param" if tensor.requires_grad else "const"
-    name = names.get(id(tensor), "tensor" if kind == "param" else "constant")
-    item = Item(kind, scope, name, tensor.shape, tensor.dtype, tensor)
+    """A named tensor that requires grad is a parameter; an unnamed one is an input."""
+    name = names.get(id(tensor))
+    kind = ("param" if name is not None else "input") if tensor.requires_grad else "const"
+    title = name or ("input" if kind == "input" else "constant")
+    item = Item(kind, scope, title, tensor.shape, tensor.dtype, tensor)
     item.numel = tensor.numel() if kind == "param" else 0
     return item
 
