@@ -92,8 +92,9 @@ def to_json(output, params=None, *, values=True, grads=True, indent=None):
     """The graph that produced `output` as JSON text, in the form `SCHEMA` describes.
 
     output, params: as for `draw` (draw before backward(), or after backward(retain_graph=True)).
-    values: statistics of every value (min, max, mean, std, NaN/Inf counts); values the graph
-        did not keep are recomputed, at about the cost of one forward pass.
+    values: statistics (min, max, mean, std, NaN/Inf counts) of every value, recomputing the
+        ones the graph did not keep at about the cost of one forward pass; False gives them
+        only for the values it kept (leaves, and what the gradient rules read).
     grads: the norm of d(output)/d(value) at every node (of output.sum() for a non-scalar
         output), from one extra backward walk that leaves every `.grad` alone.
     """
