@@ -73,8 +73,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     (stop at them rather than following their own history)."""
     grads = {}
     roots = []
-    # Hooks are looked up only when some tensor has one (op_overhead fwd+bwd: one test per node
-    # otherwise). A composite's inner walk (`partial`) runs none: the outer walk runs them.
+    # Hooks are looked up only when some tensor has one (op_overhead fwd+bwd). A composite's
+    # inner walk (`partial`) runs none: the outer walk runs them.
     hooks = _hooks.registry if _hooks.registry and not partial else None
     held = {}  # hooked leaves: id -> [leaf, summed gradient], delivered after the walk
     owned = {id(g.data) for g in grad_outputs}  # arrays a leaf's .grad may not take as its own
@@ -136,8 +136,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                                                node.in_dtypes):
                 if parent is None or g is None:
                     continue
-                # Compared here so that the common, matching case costs no call (op_overhead
-                # fwd+bwd).
+                # compared here: the common, matching case costs no call (op_overhead fwd+bwd)
                 if g.data.shape != shape:
                     if not _broadcasts_to(shape, g.data.shape):
                         raise RuntimeError(_wrong_shape_message(node, in_grads))

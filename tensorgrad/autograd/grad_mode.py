@@ -34,9 +34,14 @@ class _PerThread(threading.local):
 
 this_thread = _PerThread()
 
-# How many threads have anomaly mode on: while none has, an op that records nothing (inference,
-# the ops inside VJPs) need not look up its thread's switches at all (generate KV cache,
-# op_overhead fwd+bwd). Changed under the lock: two threads' `+=` could lose a count.
+
+def thread_switches():
+    """The calling thread's Switches: what nn.Module.__call__ reads and writes to name the nodes
+    of every op under it by the module's path."""
+    return this_thread.switches
+
+# How many threads have anomaly mode on: while none has, an op that records nothing need not
+# look up its thread's switches (generate, op_overhead). Changed under the lock: `+=` can race.
 anomaly_threads = [0]
 _anomaly_lock = threading.Lock()
 
