@@ -6,8 +6,9 @@ What is here:
 - `BertModel`, `BertConfig` (bert.py) and its heads (bert_heads.py): BERT (Devlin et al., 2019),
   masked-LM and next-sentence pre-training, sequence/token classification and question
   answering, loading and saving Hugging Face BERT checkpoints.
-- `generate`, `pad_prompts` (generation.py): greedy, temperature, top-k and top-p decoding of
-  batched prompts with a KV cache, for any decoder-only model that has `make_cache()`.
+- `generate`, `pad_prompts` (generation.py): one generate for every model, with transformers'
+  arguments: greedy decoding, sampling, beam search (beam_search.py), the repetition and
+  n-gram rules (decoding.py), batched prompts and a KV cache.
 - `LoraConfig`, `get_peft_model`, `PeftModel` (lora.py): LoRA adapters (Hu et al., 2021) on any
   model, merged or not, several by name, read and written in peft's adapter format.
 - `T5Config`, `T5ForConditionalGeneration`, `T5EncoderModel` (t5.py): T5 v1.0 and v1.1

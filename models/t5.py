@@ -388,8 +388,8 @@ class T5ForConditionalGeneration(_T5Base):
 
     def generate(self, input_ids, max_new_tokens=20, **options):
         """Decode up to max_new_tokens tokens for each input: greedy, sampling or beam search;
-        see `models.generation.generate_seq2seq`."""
-        return generation.generate_seq2seq(self, input_ids, max_new_tokens, **options)
+        see `models.generation.generate`."""
+        return generation.generate(self, input_ids, max_new_tokens, **options)
 
 
 # --- checkpoint name mapping --------------------------------------------------------------------

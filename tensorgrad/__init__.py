@@ -32,6 +32,7 @@ from .creation import (  # noqa: F401
     zeros_like,
 )
 from . import backends, cuda, distributed  # noqa: F401,E402  (cupy, mpi4py: only when used)
+from . import amp  # noqa: F401,E402  (mixed precision: autocast, GradScaler)
 from . import utils  # noqa: F401,E402  (last: utils.data uses the names bound above)
 
 # torch.numel(x), torch.is_floating_point(x), torch.is_complex(x): the methods, as functions

@@ -1,5 +1,6 @@
 """tensorgrad.as_torch: `import torch` resolves to tensorgrad only when asked, and never behind
 a real torch's back. Each case runs in a fresh interpreter, since installing changes imports."""
+import os
 import subprocess
 import sys
 import textwrap
@@ -127,6 +128,8 @@ def test_cuda_answers_for_this_machine():
             with pytest.raises(RuntimeError, match="no GPU is available"):
                 ask()
         return
+    if os.environ.get("TENSORGRAD_CUDA_STANDIN") == "1":
+        pytest.skip("the CuPy stand-in has no device properties or memory pool figures")
     assert tg.cuda.current_device() == 0
     assert tg.cuda.get_device_name() == tg.cuda.get_device_properties(0).name != ""
     with pytest.raises(RuntimeError, match="does not exist"):
