@@ -7,7 +7,7 @@ import tensorgrad as tg
 from tensorgrad.models.attention_maps import (
     attention_rollout, patch_filters, save_attention_grid, save_filter_grid, vit_attention_maps,
 )
-from tensorgrad.models.digits import RandomShift, load_digits
+from tensorgrad.datasets.digits import RandomShift, load_digits
 from tensorgrad.models.vit import ViTConfig, ViTForImageClassification
 
 sklearn = pytest.importorskip("sklearn")
