@@ -32,3 +32,6 @@ def test_the_models_names_are_the_same_modules():
     from tensorgrad.models.digits import load_digits as old_load
 
     assert old_windows is text.random_windows and old_load is digits.load_digits
+    from tensorgrad.models.attention_maps import attention_rollout
+    from tensorgrad.viz import attention_maps
+    assert attention_rollout is attention_maps.attention_rollout
