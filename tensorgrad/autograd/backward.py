@@ -6,7 +6,7 @@ place, and added up per node before that node's own VJP runs.
 """
 from ..tensor import Tensor
 from . import hooks as _hooks
-from .grad_mode import _anomaly_mode, _GradMode, check_finite, this_thread
+from .grad_mode import _anomaly_mode, _GradMode, autocast_off, check_finite, this_thread
 from .graph import Node, freed_message, node_where
 
 
@@ -103,7 +103,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     check = this_thread.switches.anomaly
     # Inside a VJP the forward check is off: a NaN there is reported below, as the gradient of
     # the op being differentiated rather than as the forward of some op inside its VJP.
-    with _GradMode(create_graph), _anomaly_mode(False):
+    with _GradMode(create_graph), _anomaly_mode(False), autocast_off():
         for node in _topological_order(roots, wanted if partial else ()):
             grad = grads.pop(id(node), None)
             if grad is None:

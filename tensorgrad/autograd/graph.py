@@ -6,7 +6,7 @@ records a Node that remembers the primitive, its parents and only the tensors it
 import functools
 
 from ..tensor import Tensor, new_tensor
-from .grad_mode import anomaly_threads, check_finite, this_thread, where
+from .grad_mode import anomaly_threads, autocast_threads, check_finite, this_thread, where
 
 PRIMITIVES = {}
 
@@ -67,6 +67,8 @@ class Primitive:
         backend = None
         datas = []
         needs_grad = False
+        if autocast_threads[0] and this_thread.switches.autocast is not None:
+            args = this_thread.switches.autocast(self.name, args)
         for arg in args:
             if arg is None:
                 datas.append(None)

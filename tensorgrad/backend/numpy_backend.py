@@ -209,9 +209,11 @@ class NumpyBackend:
 
     def random_uniform(self, shape, dtype, rng=None):
         rng = self.rng if rng is None else rng
-        if dtype.kind == "f" and dtype.itemsize >= 4:
+        if dtype in (numpy.float32, numpy.float64):
             return rng.random(shape, dtype=dtype)
-        return rng.random(shape).astype(dtype)
+        # Rounded to a short mantissa a draw near 1 becomes 1.0; a grid of k / 2**bits cannot.
+        steps = 2.0 ** (numpy.finfo(dtype).nmant + 1)
+        return (numpy.floor(rng.random(shape) * steps) / steps).astype(dtype)
 
     def random_integers(self, low, high, shape, dtype, rng=None):
         rng = self.rng if rng is None else rng
