@@ -15,9 +15,9 @@ from .warmup import (  # noqa: F401  (re-exported)
 )
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "LinearLR",
-           "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "SequentialLR", "OneCycleLR", "ReduceLROnPlateau",
-           "WarmupConstantLR", "WarmupLinearLR", "WarmupCosineLR", "WarmupInverseSqrtLR",
-           "NoamLR"]
+           "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "SequentialLR", "OneCycleLR",
+           "ReduceLROnPlateau", "WarmupConstantLR", "WarmupLinearLR", "WarmupCosineLR",
+           "WarmupInverseSqrtLR", "NoamLR"]
 
 
 def _per_group(name, optimizer, value):
