@@ -21,7 +21,7 @@ from tensorgrad.nn.masks import padding_mask_from_attention_mask
 from tensorgrad.nn.transformer import DecoderBlock
 
 from . import generation, hub
-from .summary import parameter_table
+from .outputs import parameter_table
 
 
 @dataclasses.dataclass

@@ -26,7 +26,7 @@ from tensorgrad.nn.masks import padding_mask_from_attention_mask
 
 from . import generation, hub
 from .outputs import BaseModelOutputWithPooling, Seq2SeqLMOutput
-from .summary import parameter_table
+from .outputs import parameter_table
 from .transformer import shift_right
 
 # Hugging Face's feed_forward_proj -> nn.FeedForward's activation ("gated-gelu" is GELU's tanh

@@ -23,7 +23,7 @@ from tensorgrad.nn.attention import KVCache
 from tensorgrad.nn.masks import padding_mask_from_attention_mask
 
 from . import generation
-from .summary import parameter_table
+from .outputs import parameter_table
 
 
 @dataclasses.dataclass

@@ -35,7 +35,8 @@ from .creation import (  # noqa: F401
 # torch.linalg's norms; imported by path, as `from .ops import *` bound ops.linalg to the name
 linalg = _importlib.import_module(".linalg", __name__)
 from .compiler import compile  # noqa: F401,E402,A001  (accepted; tensorgrad runs eagerly)
-from . import distributed  # noqa: F401,E402  (imports mpi4py only at distributed.init())
+from . import backends, cuda, distributed  # noqa: F401,E402  (cupy, mpi4py: only when used)
+from . import amp  # noqa: F401,E402  (mixed precision: autocast, GradScaler)
 from . import utils  # noqa: F401,E402  (last: utils.data uses the names bound above)
 
 # torch.numel(x), torch.is_floating_point(x), torch.is_complex(x): the methods, as functions

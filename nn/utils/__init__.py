@@ -1,6 +1,9 @@
-"""Training utilities (`tensorgrad.nn.utils`): gradient clipping, parameters as one vector."""
+"""Training utilities (`tensorgrad.nn.utils`): gradient clipping, parameters as one vector;
+`rnn`: variable-length batches for the RNNs."""
 import tensorgrad as tg
 from tensorgrad import Tensor
+
+from . import rnn  # noqa: F401
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
