@@ -48,3 +48,7 @@ from .channels import (  # noqa: F401
     AlphaDropout, Dropout1d, Dropout2d, Dropout3d, PixelShuffle, PixelUnshuffle,
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401
+from .pytorch_transformer import (  # noqa: F401
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+    TransformerEncoderLayer,
+)
