@@ -65,6 +65,10 @@ class _Policy:
             return args
         return tuple(self._cast(a, lower) for a in args)
 
+    def covers(self, tensor):
+        """Whether this region autocasts ops on `tensor`'s device."""
+        return tensor._backend.device.partition(":")[0] in self.dtypes
+
     def _cast(self, a, lower):
         if a is None:
             return a
