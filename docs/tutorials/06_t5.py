@@ -83,7 +83,7 @@ opt = tg.optim.AdamW(model.parameters(), lr=3e-3)
 rng = random.Random(0)
 test = [example(random.Random(10_000 + i)) for i in range(200)]
 curve = []
-for step in range(800):
+for _ in range(800):
     src, mask, labels = batch([example(rng) for _ in range(64)])
     loss = model(src, mask, labels=labels).loss
     opt.zero_grad()
