@@ -5,10 +5,13 @@ open a block in headless Chromium, for a scalar expression, an MLP, GPT-mini and
     .venv/bin/python benchmarks/explore.py --quick   # without GPT-2 small
 
 The browser columns need Debian's chromium and chromium-driver and `pip install selenium`; without
-them they read "-". Opening a block is timed inside the page, from the click to the next frame.
+them they read "-". Opening the page is timed until the first drawing shows; opening a block
+inside the page, from the click to the next frame.
 """
 import argparse
+import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -81,11 +84,14 @@ for name, build in cases:
     viz.explore(loss, params, path)
     written = time.perf_counter() - start
     page = open(path, encoding="utf-8").read()
-    nodes, states = page.count('"kind": '), page.count("<svg")
+    data = json.loads(re.search(r'id="graph-data">(.*?)</script>', page, re.S).group(1))
+    nodes, states = len(data["graph"]["nodes"]), len(data["svgs"])
     opened = block_ms = "-"
     if driver is not None:
         start = time.perf_counter()
         driver.get("file://" + path)
+        while not driver.execute_script("return document.body.dataset.ready === 'true'"):
+            time.sleep(0.01)  # the drawings are inflated after the page loads
         opened = f"{time.perf_counter() - start:.2f}"
         if block:
             block_ms = f"{driver.execute_async_script(OPEN_BLOCK, block):.0f}"

@@ -44,6 +44,9 @@ def explore(output, params=None, path="graph.html", *, values=True, grads=True, 
     """
     if not isinstance(output, Tensor):
         raise TypeError(f"explore: expected a Tensor, got {type(output).__name__}")
+    if isinstance(params, (str, os.PathLike)):
+        raise TypeError(f"explore: params must name the tensors (a Module or a mapping name -> "
+                        f"Tensor), got the path {str(params)!r}; pass the file as path=")
     data, walked = graph_data(output, params, values=values, grads=grads)
     states = _states(data["modules"], max_states)
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:

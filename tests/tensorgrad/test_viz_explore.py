@@ -127,3 +127,6 @@ def test_explorer_page_is_self_contained(tmp_path):
 def test_explore_checks_its_input():
     with pytest.raises(TypeError, match="explore: expected a Tensor"):
         viz.explore([1.0], path="unused.html")
+    loss, params = micrograd()
+    with pytest.raises(TypeError, match="pass the file as path="):
+        viz.explore(loss, "graph.html")
