@@ -1,5 +1,7 @@
 """tensorgrad.viz.to_json and explore without a browser: the JSON against its schema and the
 graph, NaN/Inf origins, the expansion states laid out, and the page being self-contained."""
+import base64
+import gzip
 import html
 import json
 import re
@@ -114,7 +116,8 @@ def test_explorer_page_is_self_contained(tmp_path):
     page = json.loads(re.search(r'id="graph-data">(.*?)</script>', text, re.S).group(1))
     assert page["graph"] == json.loads(viz.to_json(loss, mlp))
     assert len(page["svgs"]) == 2 ** 3  # every combination of the three open modules
-    closed, opened = (html.unescape(page["svgs"][key]) for key in ("", "0"))
+    closed, opened = (html.unescape(gzip.decompress(base64.b64decode(page["svgs"][key]))
+                                    .decode()) for key in ("", "0"))
     assert {"m-0", "m-1", "m-2"} <= set(re.findall(r'<g id="([^"]+)" class="node"', closed))
     assert 'id="c-0"' in opened and 'id="m-0"' not in opened
     weight = by_name(page["graph"])["0.weight"]["id"]
@@ -124,3 +127,6 @@ def test_explorer_page_is_self_contained(tmp_path):
 def test_explore_checks_its_input():
     with pytest.raises(TypeError, match="explore: expected a Tensor"):
         viz.explore([1.0], path="unused.html")
+    loss, params = micrograd()
+    with pytest.raises(TypeError, match="pass the file as path="):
+        viz.explore(loss, "graph.html")
