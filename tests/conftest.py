@@ -1,9 +1,30 @@
-"""Shared fixtures: every test that takes `device` runs on each available device."""
+"""Shared fixtures: every test that takes `device` runs on each available device.
+
+The run's header says which optional packages drive it (the compiled kernels, MKL, PyTorch) and
+its summary counts the parity tests against PyTorch, transformers and peft: they skip, with the
+reason, when those are not installed (`make test` does not install them; `make test-parity`
+does).
+"""
+import importlib.util
+import inspect
+import os
+import re
+
 import pytest
 
-import tensorgrad as tg
+# Kernels compile in the test's own thread (not in the background while the array code runs),
+# so that which code path a test exercises never depends on how fast a compilation finished.
+os.environ.setdefault("TENSORGRAD_NUMBA", "wait")
+
+import tensorgrad as tg  # noqa: E402
 
 DEVICES = ["cpu", "cuda"]
+PARITY_PACKAGES = ("torch", "transformers", "peft")
+# A test uses a parity package when its function or its module's top level imports one.
+_USES_PARITY = re.compile(r"""importorskip\(\s*["'](torch|transformers|peft)\b"""
+                          r"""|^\s*(import|from)\s+(torch|transformers|peft)\b""", re.M)
+_MODULE_LEVEL = re.compile(r"""^(\w+\s*=\s*pytest\.importorskip\(\s*["'](torch|transformers|peft)\b"""
+                           r"""|(import|from)\s+(torch|transformers|peft)\b)""", re.M)
 
 
 @pytest.fixture(params=DEVICES)
@@ -17,3 +38,63 @@ def device(request):
 def _seed():
     tg.manual_seed(0)
     yield
+
+
+def _installed(name):
+    return importlib.util.find_spec(name) is not None
+
+
+def pytest_report_header(config):
+    from tensorgrad.backend import mkl_blas
+    kernels = ("off (TENSORGRAD_NUMBA=0)" if os.environ.get("TENSORGRAD_NUMBA") == "0"
+               else "Numba" if _installed("numba") else "none (Numba not installed)")
+    parity = [name for name in PARITY_PACKAGES if _installed(name)]
+    return [f"tensorgrad: CPU kernels {kernels}; products on {mkl_blas.name()}",
+            "parity packages: " + (", ".join(parity) if parity else
+                                   "none (torch, transformers, peft: their tests skip)")]
+
+
+_module_sources = {}
+
+
+def _uses_parity(item):
+    module = getattr(item, "module", None)
+    function = getattr(item, "function", None)
+    if module is None or function is None:
+        return False
+    if module.__name__ not in _module_sources:
+        try:
+            _module_sources[module.__name__] = inspect.getsource(module)
+        except (OSError, TypeError):
+            _module_sources[module.__name__] = ""
+    if _MODULE_LEVEL.search(_module_sources[module.__name__]):
+        return True
+    try:
+        return bool(_USES_PARITY.search(inspect.getsource(function)))
+    except (OSError, TypeError):
+        return False
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "parity: compares against PyTorch, transformers or peft "
+                                       "(marked automatically from the test's imports)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _uses_parity(item):
+            item.add_marker("parity")
+
+
+def pytest_terminal_summary(terminalreporter):
+    def parity(outcome):
+        return sum(1 for report in terminalreporter.stats.get(outcome, [])
+                   if "parity" in getattr(report, "keywords", {})
+                   and (outcome == "skipped" or report.when == "call"))
+    counts = {outcome: parity(outcome) for outcome in ("passed", "failed", "skipped")}
+    ran = counts["passed"] + counts["failed"]
+    missing = [name for name in PARITY_PACKAGES if not _installed(name)]
+    line = f"parity tests against PyTorch/transformers/peft: {ran} ran, {counts['skipped']} skipped"
+    if missing:
+        line += f" ({', '.join(missing)} not installed; `make test-parity` installs them)"
+    terminalreporter.write_sep("-", line)

@@ -53,6 +53,11 @@ def _both(call, monkeypatch):
     return split, [np.array(a) for a in call()]
 
 
+def _same_to_ulps(a, b, ulps=4):
+    """a equals b to a few units in the last place, NaN where b has NaN."""
+    np.testing.assert_allclose(a, b, rtol=ulps * np.finfo(b.dtype).eps, atol=0, equal_nan=True)
+
+
 def _split_ran(kernel):
     return len(kernel.parallel.signatures) > 0
 
@@ -79,8 +84,8 @@ def test_elementwise_kernels_split_give_the_same_values(name, dtype, two_threads
     fn, loops = ELEMENTWISE[name]
     split, plain = _both(lambda: fn(x, g), monkeypatch)
     assert all(map(_split_ran, loops))
-    for a, b in zip(split, plain):
-        np.testing.assert_array_equal(a, b)  # each element computed alike: bit for bit
+    for a, b in zip(split, plain):  # one formula per element, but two compilations, which
+        _same_to_ulps(a, b)           # may vectorise it differently
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -99,7 +104,7 @@ def test_norm_kernels_split_give_the_same_values(center, dtype, two_threads, mon
     split, plain = _both(call, monkeypatch)
     assert _split_ran(norm._norm_loop) and _split_ran(norm._norm_backward_loop)
     for a, b in zip(split[:4], plain[:4]):  # y, the statistics and gx: row by row, alike
-        np.testing.assert_array_equal(a, b)
+        _same_to_ulps(a, b)
     for a, b in zip(split[4:], plain[4:]):  # the weight's and bias's sums, added in parts
         np.testing.assert_allclose(a, b, rtol=1e-12 if dtype == np.float64 else 1e-6)
     # and the parts' sums are the whole sums: against the array formula
@@ -121,7 +126,7 @@ def test_optimizer_kernels_split_give_the_same_values(dtype, two_threads, monkey
     split, plain = _both(call, monkeypatch)
     assert _split_ran(optim._adam_loop) and _split_ran(optim._add_scaled_loop)
     for a, b in zip(split, plain):
-        np.testing.assert_array_equal(a, b)
+        _same_to_ulps(a, b)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -133,7 +138,7 @@ def test_linear_kernels_split_give_the_same_values(dtype, two_threads, monkeypat
                                   kernels.column_sums(out)), monkeypatch)
     assert _split_ran(linalg._add_to_rows_loop) and _split_ran(linalg._column_sums_loop)
     for a, b in zip(split, plain):
-        np.testing.assert_array_equal(a, b)
+        _same_to_ulps(a, b)
     np.testing.assert_allclose(split[1], out.sum(0), rtol=1e-5)
 
 
@@ -149,7 +154,7 @@ def test_cross_entropy_kernels_split_give_the_same_values(two_threads, monkeypat
     split, plain = _both(call, monkeypatch)
     assert _split_ran(loss._max_and_sum_loop) and _split_ran(loss._scaled_softmax_loop)
     for a, b in zip(split, plain):
-        np.testing.assert_array_equal(a, b)
+        _same_to_ulps(a, b)
 
 
 @pytest.mark.parametrize("causal", [True, False])
@@ -166,7 +171,7 @@ def test_softmax_kernels_split_give_the_same_values(causal, two_threads, monkeyp
     split, plain = _both(call, monkeypatch)
     assert _split_ran(attention._softmax_loop) and _split_ran(attention._softmax_backward_loop)
     for a, b in zip(split, plain):
-        np.testing.assert_array_equal(a, b)
+        _same_to_ulps(a, b)
 
 
 @pytest.mark.parametrize("shape", [(3, 5, 16, 8), (7, 32, 16)])
@@ -183,8 +188,8 @@ def test_whole_attention_loops_split_give_the_same_values(shape, two_threads, mo
     split, plain = _both(call, monkeypatch)
     assert (_split_ran(whole_attention._forward_loop)
             and _split_ran(whole_attention._backward_loop))
-    for a, b in zip(split, plain):  # each matrix made alike, on whichever thread
-        np.testing.assert_array_equal(a, b)
+    for a, b in zip(split, plain):  # each matrix made alike, on whichever thread (to ulps)
+        _same_to_ulps(a, b)
 
 
 def test_one_thread_and_the_pool_threads_run_the_plain_loop(two_threads):
@@ -216,7 +221,9 @@ def test_a_forked_child_runs_the_kernels_after_the_parent_split_them():
         if __name__ == "__main__":
             tg.set_num_threads(2)
             gelu(0)
-            assert len(activation._gelu_tanh_loop.parallel.signatures) == jit._on_openmp()
+            # the parent splits only where MKL's threads are Numba's OpenMP pool
+            split = jit._threads_here() > 1
+            assert len(activation._gelu_tanh_loop.parallel.signatures) == split
             with multiprocessing.get_context("fork").Pool(2) as pool:
                 print(max(pool.map_async(gelu, range(4)).get(timeout=120)) < 1e-5)
     """)
