@@ -21,10 +21,11 @@ import tensorgrad as tg  # noqa: E402
 DEVICES = ["cpu", "cuda"]
 PARITY_PACKAGES = ("torch", "transformers", "peft")
 # A test uses a parity package when its function or its module's top level imports one.
-_USES_PARITY = re.compile(r"""importorskip\(\s*["'](torch|transformers|peft)\b"""
-                          r"""|^\s*(import|from)\s+(torch|transformers|peft)\b""", re.M)
-_MODULE_LEVEL = re.compile(r"""^(\w+\s*=\s*pytest\.importorskip\(\s*["'](torch|transformers|peft)\b"""
-                           r"""|(import|from)\s+(torch|transformers|peft)\b)""", re.M)
+_PACKAGE = r"(torch|transformers|peft)\b"
+_USES_PARITY = re.compile(rf"""importorskip\(\s*["']{_PACKAGE}|^\s*(import|from)\s+{_PACKAGE}""",
+                          re.M)
+_MODULE_LEVEL = re.compile(rf"""^(\w+\s*=\s*)?(pytest\.importorskip\(\s*["']{_PACKAGE}"""
+                           rf"""|(import|from)\s+{_PACKAGE})""", re.M)
 
 
 @pytest.fixture(params=DEVICES)

@@ -8,13 +8,15 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
-
-import tensorgrad as tg
 
 torch = pytest.importorskip("torch")
+pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+import tensorgrad as tg  # noqa: E402
+
 F = torch.nn.functional
 
 FAST = settings(max_examples=12, deadline=None, derandomize=True)
