@@ -9,7 +9,7 @@ from collections import OrderedDict, namedtuple
 
 import tensorgrad as tg
 from tensorgrad import Tensor
-from tensorgrad.autograd.grad_mode import this_thread
+from tensorgrad.autograd import thread_switches
 
 
 class Parameter(Tensor):
@@ -310,6 +310,9 @@ class Module:
     def double(self):
         return self.to(tg.float64)
 
+    def half(self):
+        return self.to(tg.float16)
+
     # --- state dict ------------------------------------------------------------------------------
     def state_dict(self, prefix="", keep_vars=False):
         """Parameters and persistent buffers by dotted path, detached (sharing memory) unless
@@ -373,7 +376,7 @@ class Module:
         # The thread's switches looked up once, for the root call's module paths and for entering
         # and leaving the scope, inline rather than through set_scope: a GPT-mini token makes 40
         # module calls (generate).
-        switches = this_thread.switches
+        switches = thread_switches()
         paths = switches.module_paths
         root = paths is None
         if root:

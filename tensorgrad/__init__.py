@@ -13,8 +13,9 @@ from .autograd import (  # noqa: F401
     is_grad_enabled, is_inference_mode_enabled, no_grad, primitive, scope, set_grad_enabled,
 )
 from .backend import (  # noqa: F401
-    bool_, cuda_is_available, default_device, float16, float32, float64, int8, int16, int32,
-    int64, manual_seed, set_default_device, set_printoptions, uint8,
+    bool_, cuda_is_available, default_device, float16, float32, float64, get_default_dtype,
+    int8, int16, int32, int64, manual_seed, set_default_device, set_default_dtype,
+    set_printoptions, uint8,
 )
 from .backend.dtype_info import finfo, iinfo  # noqa: F401
 from .backend.threads import get_num_threads, set_num_threads  # noqa: F401
@@ -31,7 +32,11 @@ from .creation import (  # noqa: F401
     linspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
     zeros_like,
 )
-from . import distributed  # noqa: F401,E402  (imports mpi4py only at distributed.init())
+# torch.linalg's norms; imported by path, as `from .ops import *` bound ops.linalg to the name
+linalg = _importlib.import_module(".linalg", __name__)
+from .compiler import compile  # noqa: F401,E402,A001  (accepted; tensorgrad runs eagerly)
+from . import backends, cuda, distributed  # noqa: F401,E402  (cupy, mpi4py: only when used)
+from . import amp  # noqa: F401,E402  (mixed precision: autocast, GradScaler)
 from . import utils  # noqa: F401,E402  (last: utils.data uses the names bound above)
 
 # torch.numel(x), torch.is_floating_point(x), torch.is_complex(x): the methods, as functions

@@ -4,7 +4,9 @@ The run's header says which optional packages drive it (the compiled kernels, MK
 its summary counts the parity tests against PyTorch, transformers and peft: they skip, with the
 reason, when those are not installed (`make test` does not install them; `make test-parity`
 does).
-"""
+
+With TENSORGRAD_CUDA_STANDIN=1 the cuda cases run on a test-only CuPy stand-in
+(tests/cupy_standin.py): the CPU computing behind CuPy's interface, not a GPU."""
 import importlib.util
 import inspect
 import os
@@ -16,7 +18,13 @@ import pytest
 # so that which code path a test exercises never depends on how fast a compilation finished.
 os.environ.setdefault("TENSORGRAD_NUMBA", "wait")
 
-import tensorgrad as tg  # noqa: E402
+STANDIN = os.environ.get("TENSORGRAD_CUDA_STANDIN") == "1"
+STANDIN_SKIP = None
+if STANDIN:
+    import cupy_standin
+    STANDIN_SKIP = cupy_standin.install()
+
+import tensorgrad as tg  # noqa: E402 - after the stand-in, so that `cupy` is the stand-in
 
 DEVICES = ["cpu", "cuda"]
 PARITY_PACKAGES = ("torch", "transformers", "peft")
@@ -28,19 +36,6 @@ _MODULE_LEVEL = re.compile(rf"""^(\w+\s*=\s*)?(pytest\.importorskip\(\s*["']{_PA
                            rf"""|(import|from)\s+{_PACKAGE})""", re.M)
 
 
-@pytest.fixture(params=DEVICES)
-def device(request):
-    if request.param == "cuda" and not tg.cuda_is_available():
-        pytest.skip("cuda: CuPy with a visible NVIDIA GPU is needed for the cuda backend")
-    return request.param
-
-
-@pytest.fixture(autouse=True)
-def _seed():
-    tg.manual_seed(0)
-    yield
-
-
 def _installed(name):
     return importlib.util.find_spec(name) is not None
 
@@ -50,9 +45,33 @@ def pytest_report_header(config):
     kernels = ("off (TENSORGRAD_NUMBA=0)" if os.environ.get("TENSORGRAD_NUMBA") == "0"
                else "Numba" if _installed("numba") else "none (Numba not installed)")
     parity = [name for name in PARITY_PACKAGES if _installed(name)]
-    return [f"tensorgrad: CPU kernels {kernels}; products on {mkl_blas.name()}",
-            "parity packages: " + (", ".join(parity) if parity else
-                                   "none (torch, transformers, peft: their tests skip)")]
+    lines = [f"tensorgrad: CPU kernels {kernels}; products on {mkl_blas.name()}",
+             "parity packages: " + (", ".join(parity) if parity else
+                                    "none (torch, transformers, peft: their tests skip)")]
+    if STANDIN and STANDIN_SKIP:
+        lines.append(f"cuda cases: stand-in requested but skipped: {STANDIN_SKIP}")
+    elif STANDIN:
+        counts = ", ".join(f"{name} {implemented}/{exposed}"
+                           for name, (exposed, implemented) in cupy_standin.count_names().items())
+        lines.append("cuda cases on the CuPy STAND-IN (not a GPU): NumPy behind the real cupy's "
+                     f"names (implemented/exposed: {counts})")
+    return lines
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    if request.param == "cuda":
+        if STANDIN_SKIP:
+            pytest.skip(STANDIN_SKIP)
+        if not tg.cuda_is_available():
+            pytest.skip("cuda: CuPy with a visible NVIDIA GPU is needed for the cuda backend")
+    return request.param
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    tg.manual_seed(0)
+    yield
 
 
 _module_sources = {}

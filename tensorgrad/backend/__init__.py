@@ -10,6 +10,7 @@ import sys
 import numpy
 
 from .numpy_backend import NumpyBackend
+from . import cuda_runtime
 
 # dtypes are numpy dtype objects; CuPy uses the same ones.
 float16 = numpy.dtype("float16")
@@ -95,11 +96,7 @@ def backend_of_array(array):
 
 def cuda_is_available():
     """True when CuPy imports and sees at least one GPU."""
-    try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - any failure to load CUDA means "not available"
-        return False
+    return cuda_runtime.device_count() > 0
 
 
 def set_default_device(device):
@@ -113,6 +110,24 @@ def default_device():
         return _default_device
     env = os.environ.get("TENSORGRAD_DEVICE")
     return normalize_device(env) if env else "cpu"
+
+
+_default_dtype = float32
+
+
+def get_default_dtype():
+    """The floating point dtype that creation functions give Python floats and empty shapes."""
+    return _default_dtype
+
+
+def set_default_dtype(dtype):
+    """Set the default floating point dtype for the whole process (PyTorch's is global too)."""
+    global _default_dtype
+    dtype = as_dtype(dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"set_default_dtype: only floating point dtypes can be the default, "
+                        f"got {dtype}")
+    _default_dtype = dtype
 
 
 def manual_seed(seed):

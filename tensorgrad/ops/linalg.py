@@ -1,5 +1,6 @@
 """Matrix products: matmul (batched, broadcast, 1-D cases) and einsum."""
 from ..autograd import primitive
+from ..autograd.grad_mode import this_thread
 from ..tensor import Tensor, tensor_method
 from .operands import binary_operands
 
@@ -56,7 +57,9 @@ def matmul(a, b):
 def _same_dtype(op, a, b):
     # PyTorch promotes elementwise ops but not matrix products: a float64 batch through a float32
     # layer is an error there, so it is here (promoting would silently run the model in float64).
-    if a.dtype != b.dtype:
+    # Inside autocast the product's primitive casts both operands (tensorgrad.amp).
+    policy = this_thread.switches.autocast
+    if a.dtype != b.dtype and not (policy is not None and policy.covers(a)):
         raise RuntimeError(f"{op}: expected both operands to have the same dtype, got {a.dtype} "
                            f"and {b.dtype} (shapes {a.shape} and {b.shape}); convert one with "
                            ".to(dtype)")
@@ -99,8 +102,7 @@ def _linear_vjp(ctx, g):
         if kernels is not None and g2.size >= kernels.GRAIN:  # over the threads, or None
             gb = kernels.column_sums(g2)
         if gb is None:
-            # the column sums of g as a matrix-vector product: BLAS reads g once, where NumPy's
-            # sum over axis 0 took 1.5-4x as long (gpt_step: 5 ms a step for 16 layers' biases)
+            # column sums as a product: BLAS reads g once, sum(axis=0) does not (gpt_step)
             gb = xp.matmul(xp.ones(g2.shape[0], g2.dtype), g2)  # (N,) @ (N, out)
     return tuple(None if a is None else Tensor._constant(a, xp) for a in (gx, gw, gb))
 

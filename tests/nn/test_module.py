@@ -191,16 +191,16 @@ def test_a_model_moved_after_an_optimizer_step_keeps_training(make_optimizer, de
     net = nn.Linear(3, 1)
     opt = make_optimizer(net.parameters())
 
-    def step(dtype):
+    def step(where, dtype):
         opt.zero_grad()
-        loss = ((net(x.to(device, dtype)) - y.to(device, dtype)) ** 2).mean()
+        loss = ((net(x.to(where, dtype)) - y.to(where, dtype)) ** 2).mean()
         loss.backward()
         opt.step()
         return loss.item()
 
-    first = step(tg.float32)  # creates the state (momentum, exp_avg ...) in float32 on cpu
+    first = step("cpu", tg.float32)  # creates the state (momentum, exp_avg ...) float32 on cpu
     net.to(device, tg.float64)
-    losses = [step(tg.float64) for _ in range(40)]
+    losses = [step(device, tg.float64) for _ in range(40)]
     assert losses[-1] < 0.05 * first
     for p in net.parameters():
         assert p.dtype == tg.float64 and p.device == tg.device(device)
@@ -398,3 +398,15 @@ def test_scopes_follow_modules_added_after_the_first_call():
     model(tg.randn(1, 3))
     model.append(nn.Linear(3, 2))  # the root's cached paths must see the new child
     assert model(tg.randn(1, 3))._node.scope == "1"
+
+
+@pytest.mark.parametrize("cast, dtype", [("half", "float16"), ("double", "float64"),
+                                         ("float", "float32")])
+def test_module_casts_like_torch(cast, dtype):
+    torch = pytest.importorskip("torch")
+    from tensorgrad import nn as tnn
+    ours, theirs = tnn.Linear(2, 3), torch.nn.Linear(2, 3)
+    assert getattr(ours, cast)() is ours
+    getattr(theirs, cast)()
+    assert str(ours.weight.dtype) == dtype == str(theirs.weight.dtype)[6:]
+    assert isinstance(ours.weight, tnn.Parameter)

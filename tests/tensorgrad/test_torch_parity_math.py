@@ -9,7 +9,7 @@ pytest.importorskip("hypothesis")
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.extra import numpy as hnp  # noqa: E402
-from test_torch_parity import FAST, check, seeds  # noqa: E402
+from torch_parity import FAST, check, seeds  # noqa: E402
 
 import tensorgrad as tg  # noqa: E402
 import tensorgrad.nn.functional as TF  # noqa: E402
