@@ -259,18 +259,22 @@ class Progress:
 
     def __init__(self, start, total, quiet=False):
         self.total, self.every, self.quiet = total, max(1, total // 20), quiet
+        self.bar = None
         try:
             from tqdm import tqdm
-            self.bar = None if quiet else tqdm(total=total, initial=start, unit="step",
-                                               dynamic_ncols=True)
+            self.tqdm = None if quiet else tqdm
         except ImportError:
-            self.bar = None
+            self.tqdm = None
 
     def update(self, step, loss, val, tokens_per_s):
         """val: (label, value or None), a label with one meaning: val_loss or val_acc."""
         label, value = val
         stats = {"loss": f"{loss:.3f}", label: "-" if value is None else f"{value:.3f}",
                  "tok/s": f"{tokens_per_s:,.0f}"}
+        if self.bar is None and self.tqdm is not None:
+            # started after the first step, which may wait for kernels to compile or load:
+            # its time would make the bar's rate and estimate wrong for the whole run
+            self.bar = self.tqdm(total=self.total, initial=step, unit="step", dynamic_ncols=True)
         if self.bar is not None:
             self.bar.update(step - self.bar.n)
             self.bar.set_postfix(stats, refresh=False)

@@ -29,8 +29,8 @@ from .size import Size  # noqa: F401
 from .tensor import Tensor, device  # noqa: F401
 from .creation import (  # noqa: F401
     arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, is_tensor,
-    linspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
-    zeros_like,
+    linspace, logspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm,
+    tensor, zeros, zeros_like,
 )
 # torch.linalg's norms; imported by path, as `from .ops import *` bound ops.linalg to the name
 linalg = _importlib.import_module(".linalg", __name__)
@@ -41,6 +41,8 @@ from . import utils  # noqa: F401,E402  (last: utils.data uses the names bound a
 
 # torch.numel(x), torch.is_floating_point(x), torch.is_complex(x): the methods, as functions
 numel, is_floating_point, is_complex = Tensor.numel, Tensor.is_floating_point, Tensor.is_complex
+
+concat = concatenate = cat  # noqa: F405  (torch's aliases of cat)
 
 # torch's aliases: tensorgrad.float is float32, tensorgrad.long is int64, ...
 bool = bool_  # noqa: A001
