@@ -54,6 +54,8 @@ def parse_args(argv=None):
     p.add_argument("--epochs", type=int, default=None,
                    help="passes over the training set (None: 30 for vit, 40 for swin)")
     p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps")
+    p.add_argument("--seed", type=int, default=SEED, help="weights, shifts and order; the "
+                   "train/test split stays the same")
     p.add_argument("--quick", action="store_true", help="4 steps and the pictures: a smoke test")
     p.add_argument("--out", default=None, help="folder for the pictures (None: out/MODEL_digits)")
     args = p.parse_args(argv)
@@ -66,7 +68,7 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    tg.manual_seed(SEED)
+    tg.manual_seed(args.seed)
 
     # --- data ------------------------------------------------------------------------------------
     x_train, y_train, x_test, y_test = load_digits(IMAGE_SIZE, seed=SEED)

@@ -76,8 +76,9 @@ assert abs(scores[5, 2].item() - scores[45, 42].item()) < 1e-4
 # %%
 # ALiBi: a penalty on the scores
 # ------------------------------
-# ALiBi adds -m_h |i - j| to the scores of head h, with a geometric series of slopes m_h: steep
-# heads look locally, shallow ones far. No parameters and no table, so it runs at any length.
+# ALiBi adds ``-m_h |i - j|`` to the scores of head h, with a geometric series of slopes
+# m_h: steep heads look locally, shallow ones far. No parameters and no table, so it runs
+# at any length.
 slopes = positional.alibi_slopes(8)
 bias = positional.alibi_bias(slopes, 32)                          # (H, T, T)
 fig, axes = plt.subplots(1, 4, figsize=(11, 3))

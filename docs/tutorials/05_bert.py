@@ -120,7 +120,7 @@ def evaluate(pairs):
 
 history = []
 order = random.Random(0)
-for step in range(1, 301):
+for step in range(1, 201):
     b = collate_pairs(order.sample(train_pairs, 32), pad_token_id=specials["[PAD]"])
     ids, lab = collate(b["input_ids"], b["attention_mask"])
     out = model(ids, b["attention_mask"], b["token_type_ids"], labels=lab,
@@ -148,7 +148,7 @@ plt.tight_layout()
 plt.show()
 
 # %%
-# After a few hundred steps the masked-LM head predicts mostly the frequent pieces (``the``,
+# After 200 steps the masked-LM head predicts mostly the frequent pieces (``the``,
 # ``.``, ``of``): that is what a small model learns first, and already well above guessing one
 # of 2,000 pieces. NSP is harder than it looks for a model this small: a random sentence from
 # another docstring is often about a different topic, which is the cue it has to find. Longer

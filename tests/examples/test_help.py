@@ -47,3 +47,12 @@ def test_train_digits_quick_learns_and_saves_under_out(tmp_path):
     out = run(EXAMPLES / "train_digits.py", "--quick", cwd=tmp_path)
     assert float(re.search(r"reloaded test acc ([\d.]+)", out).group(1)) > 0.9
     assert (tmp_path / "out" / "digits" / "digits.safetensors").exists()
+
+
+def test_results_gives_a_range_over_seeds(tmp_path):
+    pytest.importorskip("sklearn")
+    out = run(EXAMPLES / "results.py", "--quick", "--only", "train_digits", "--seeds", "0", "1",
+              "2", cwd=tmp_path, timeout=300)
+    row = [line for line in out.splitlines() if line.startswith("| train_digits")][0]
+    low, high = (float(x) for x in re.search(r"([\d.]+)% - ([\d.]+)%", row).groups())
+    assert 80 < low <= high <= 100, row
