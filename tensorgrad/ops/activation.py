@@ -8,13 +8,14 @@ the shrinks and threshold take 0 on their boundaries), and every branch is kept 
 is not chosen: a masked-out inf still turns into NaN in the gradient (0 * inf).
 
 relu and gelu are fused primitives whose first-order VJP works on arrays (one pass where the
-op-by-op form makes several); each names its composite, which the engine differentiates under
-create_graph. GELU's tanh form also has a compiled twin for the CPU
-(tensorgrad/backend/kernels/activation.py), used when the backend offers kernels.
+op-by-op form makes several); relu's VJP switches to tensorgrad ops under create_graph, gelu
+names its composite, which the engine differentiates then. GELU's tanh form also has a
+compiled twin for the CPU (tensorgrad/backend/kernels/activation.py), used when the backend
+offers kernels.
 """
 import math
 
-from ..autograd import primitive
+from ..autograd import is_grad_enabled, primitive
 from ..tensor import Tensor, tensor_method
 from .operands import normalize_dim, require_float
 from .select import where
@@ -45,13 +46,10 @@ def _sigmoid_vjp(ctx, g):
     return g * y * (1.0 - y)
 
 
-def _relu_composite(x):
-    return x * (x > 0).to(x.dtype)
-
-
-# The VJP works on arrays (one pass: g times the bool mask; the op-by-op form made three and two
-# temporaries, benchmarks/: mlp_step); create_graph differentiates the composite.
-@primitive("relu", saves=(0,), composite=_relu_composite)
+# Saves its output, as PyTorch's does (out > 0 where x > 0), so a write into x after relu is
+# harmless. The VJP works on arrays (one pass: g times the bool mask; the op-by-op form made
+# three and two temporaries, benchmarks/: mlp_step), and in tensorgrad ops under create_graph.
+@primitive("relu", saves_out=True)
 def _relu(xp, x):
     kernels = xp.kernels(x)
     return kernels.relu(x) if kernels is not None else xp.maximum(x, 0)
@@ -59,12 +57,15 @@ def _relu(xp, x):
 
 @_relu.defvjp
 def _relu_vjp(ctx, g):
-    x, xp = ctx.inputs[0], ctx.backend
-    kernels = xp.kernels(x.data, g.data)
+    if is_grad_enabled():
+        y = ctx.out
+        return g * (y > 0).to(y.dtype)
+    y, xp = ctx.out_data, ctx.backend
+    kernels = xp.kernels(y, g.data)
     if kernels is not None:
-        return Tensor._constant(kernels.relu_backward(x.data, g.data), xp)
+        return Tensor._constant(kernels.relu_backward(y, g.data), xp)
     out = xp.empty_like(g.data)  # an array even for 0-d inputs, where multiply gives a scalar
-    return Tensor._constant(xp.multiply(g.data, x.data > 0, out=out), xp)
+    return Tensor._constant(xp.multiply(g.data, y > 0, out=out), xp)
 
 
 sigmoid = tensor_method(_unary(_sigmoid, "sigmoid"))

@@ -7,7 +7,7 @@ not undone here: the engine sums every gradient back to its input's shape.
 from ..autograd import primitive
 from ..tensor import tensor_method
 from .operands import binary_operands
-from .unary import log
+from .unary import log, reciprocal  # noqa: F401 (reciprocal: exported from here)
 from .select import where
 
 
@@ -32,7 +32,7 @@ def _sub_vjp(ctx, g):
     return g, (-g if ctx.needs_grad[1] else None)
 
 
-@primitive("mul", saves=(0, 1))
+@primitive("mul", saves=(0, 1), saves_when={0: (1,), 1: (0,)})
 def _mul(xp, a, b):
     return a * b
 
@@ -53,7 +53,7 @@ def _neg_vjp(ctx, g):
     return -g
 
 
-@primitive("pow", saves=(0, 1), saves_out=True)
+@primitive("pow", saves=(0, 1), saves_out=(1,))
 def _pow(xp, a, b):
     return a ** b
 
@@ -101,11 +101,6 @@ def pow(a, b):
 @tensor_method
 def square(x):
     return x * x
-
-
-@tensor_method
-def reciprocal(x):
-    return 1.0 / x
 
 
 # The operators are the ops themselves, no Tensor method in between (op_overhead fwd).

@@ -1,37 +1,38 @@
 """Matrix products: matmul (batched, broadcast, 1-D cases) and einsum."""
-from ..autograd import primitive
+from ..autograd import is_grad_enabled, primitive
 from ..tensor import Tensor, tensor_method
 from .operands import binary_operands
 
 
-@primitive("matmul", saves=(0, 1))
+@primitive("matmul", saves=(0, 1), saves_when={0: (1,), 1: (0,)})
 def _matmul(xp, a, b):
     return xp.matmul(a, b)
 
 
 @_matmul.defvjp
 def _matmul_vjp(ctx, g):
-    a, b = ctx.inputs
+    a, b = ctx.inputs  # each saved only when the other's gradient is wanted
+    na, nb = (len(shape) for shape in ctx.in_shapes)
     # Treat 1-D operands as matrices (a row, b a column) so one pair of formulas serves all
     # cases; the engine then sums broadcast batch dimensions away.
-    a2 = a.unsqueeze(0) if a.ndim == 1 else a
-    b2 = b.unsqueeze(-1) if b.ndim == 1 else b
     g2 = g
-    if a.ndim == 1:
-        g2 = g2.unsqueeze(-1 if b.ndim == 1 else -2)
-    if b.ndim == 1:
+    if na == 1:
+        g2 = g2.unsqueeze(-1 if nb == 1 else -2)
+    if nb == 1:
         g2 = g2.unsqueeze(-1)
     ga = gb = None
     if ctx.needs_grad[0]:
+        b2 = b.unsqueeze(-1) if nb == 1 else b
         ga = g2 @ b2.mT  # (..., m, n) @ (..., n, k) -> (..., m, k)
-        if a.ndim == 1:
+        if na == 1:
             ga = ga.squeeze(-2)
     if ctx.needs_grad[1]:
-        if b.ndim == 2 and a.ndim > 2:  # a shared weight: one (k, B*m) @ (B*m, n) product
+        if nb == 2 and na > 2:  # a shared weight: one (k, B*m) @ (B*m, n) product
             gb = a.reshape(-1, a.shape[-1]).mT @ g2.reshape(-1, g2.shape[-1])
         else:
+            a2 = a.unsqueeze(0) if na == 1 else a
             gb = a2.mT @ g2  # (..., k, m) @ (..., m, n) -> (..., k, n)
-            if b.ndim == 1:
+            if nb == 1:
                 gb = gb.squeeze(-1)
     return ga, gb
 
@@ -67,12 +68,9 @@ def _same_dtype(op, a, b):
 # added in place, and a VJP that gets the weight gradient as one GEMM instead of a batched
 # product summed afterwards (benchmarks/: mlp_step, gpt_step). The VJP works on arrays (seven
 # fewer op calls per layer); the composite below is what create_graph differentiates.
-def _linear_composite(x, weight, bias=None):
-    out = x @ weight.mT
-    return out if bias is None else out + bias
-
-
-@primitive("linear", saves="all", composite=_linear_composite)
+# Saves x only for the weight's gradient and the weight only for x's, as PyTorch's addmm does
+# (a frozen layer keeps no activations); hence no composite: its replay would need both.
+@primitive("linear", saves=(0, 1), saves_when={0: (1,), 1: (0,)})
 def _linear(xp, x, weight, bias):
     out = xp.matmul(x.reshape(-1, x.shape[-1]), weight.T)  # (N, in) @ (in, out) -> (N, out)
     if bias is not None:
@@ -86,14 +84,19 @@ def _linear(xp, x, weight, bias):
 
 @_linear.defvjp
 def _linear_vjp(ctx, g):
-    x, weight = ctx.inputs[0].data, ctx.inputs[1].data
+    x, weight = ctx.inputs  # each saved only when the other's gradient is wanted
+    if is_grad_enabled():  # create_graph: the same products in tensorgrad ops
+        g2 = g.reshape(-1, g.shape[-1])  # (N, out)
+        return (g @ weight if ctx.needs_grad[0] else None,
+                g2.mT @ x.reshape(-1, x.shape[-1]) if ctx.needs_grad[1] else None,
+                g2.sum(0) if ctx.needs_grad[2] else None)
     xp = ctx.backend
     g2 = g.data.reshape(-1, g.shape[-1])  # (N, out)
     gx = gw = gb = None
     if ctx.needs_grad[0]:
-        gx = xp.matmul(g2, weight).reshape(x.shape)  # (N, out) @ (out, in)
+        gx = xp.matmul(g2, weight.data).reshape(ctx.in_shapes[0])  # (N, out) @ (out, in)
     if ctx.needs_grad[1]:
-        gw = xp.matmul(g2.T, x.reshape(-1, x.shape[-1]))  # (out, N) @ (N, in)
+        gw = xp.matmul(g2.T, x.data.reshape(-1, x.shape[-1]))  # (out, N) @ (N, in)
     if ctx.needs_grad[2]:
         kernels = xp.kernels(g2)
         if kernels is not None and g2.size >= kernels.GRAIN:  # over the threads, or None

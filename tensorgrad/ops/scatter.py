@@ -53,7 +53,7 @@ def scatter(x, dim, index, src=None, value=None, reduce=None):
     return _scatter(x, _fit(src, index, x, "scatter"), dim=dim, index=index.data)
 
 
-@primitive("scatter_prod", saves="all")
+@primitive("scatter_prod", saves="all", saves_out=True)  # the output too, as PyTorch saves
 def _scatter_prod(xp, x, src, dim, index):
     out = x.copy()
     xp.multiply.at(out, _along(xp, index, dim), src)
