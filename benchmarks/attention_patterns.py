@@ -71,6 +71,7 @@ def make_step(name, T, tiny=False):
             out = pattern(q, k, v, is_causal=True)
         out.backward(grad)
         q.grad = k.grad = v.grad = None
+        return out.detach(), v.detach()  # for tests/test_attention_patterns_benchmark.py
     return step
 
 

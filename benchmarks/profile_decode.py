@@ -47,7 +47,7 @@ def count_calls(batch, tokens=64):
     """({primitive name: calls per token}, module calls per token) of greedy decoding."""
     import tensorgrad as tg
     from tensorgrad import nn
-    from tensorgrad.autograd.graph import Primitive
+    from tensorgrad.autograd import Primitive
     from tensorgrad.models import GPT, GPTConfig, generate
 
     model = GPT(GPTConfig.mini(block_size=16 + tokens)).eval()

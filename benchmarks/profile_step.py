@@ -57,7 +57,7 @@ class Profile:
     def run(self, steps, tiny):
         import tensorgrad as tg
         from tensorgrad import nn
-        from tensorgrad.autograd.graph import PRIMITIVES
+        from tensorgrad.autograd import PRIMITIVES
         from tensorgrad.models import GPT, GPTConfig
         from benchmarks.workloads.gpt_step import LR, SIZES, WEIGHT_DECAY
 

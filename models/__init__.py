@@ -6,8 +6,9 @@ What is here:
 - `BertModel`, `BertConfig` (bert.py) and its heads (bert_heads.py): BERT (Devlin et al., 2019),
   masked-LM and next-sentence pre-training, sequence/token classification and question
   answering, loading and saving Hugging Face BERT checkpoints.
-- `generate`, `pad_prompts` (generation.py): greedy, temperature, top-k and top-p decoding of
-  batched prompts with a KV cache, for any decoder-only model that has `make_cache()`.
+- `generate`, `pad_prompts` (generation.py): one generate for every model, with transformers'
+  arguments: greedy decoding, sampling, beam search (beam_search.py), the repetition and
+  n-gram rules (decoding.py), batched prompts and a KV cache.
 - `LoraConfig`, `get_peft_model`, `PeftModel` (lora.py): LoRA adapters (Hu et al., 2021) on any
   model, merged or not, several by name, read and written in peft's adapter format.
 - `T5Config`, `T5ForConditionalGeneration`, `T5EncoderModel` (t5.py): T5 v1.0 and v1.1
@@ -22,17 +23,13 @@ What is here:
   (Dosovitskiy et al., 2021) with Hugging Face ViT checkpoints; `SwinModel`,
   `SwinForImageClassification`, `SwinConfig` (swin.py): the shifted-window Transformer (Liu et
   al., 2021) with Hugging Face Swin checkpoints.
-- attention_maps.py: attention rollout, per-head [CLS] maps and patch filters of a ViT, and
-  their PNG grids; digits.py: scikit-learn's bundled digits (upsampled, seeded split) and a
-  random-shift transform.
 - rlhf/ (`tensorgrad.models.rlhf`): after pre-training: SFT with a response-only loss, a reward
   model (Bradley-Terry), PPO with a KL penalty, DPO, on tasks a program can check.
 - classification.py: Hugging Face's classification-head loss (by problem_type) and label maps,
   shared by BERT, ViT and Swin; outputs.py: the output objects HF-named classes return;
   hub.py: reading and writing Hugging Face checkpoint folders.
-- data.py: corpora with nothing to download (the Python standard library's source, and its
-  docstrings and comments as English documents) and random training windows from a token
-  stream.
+- `data` and `digits` are tensorgrad.datasets' text and digits modules under their old names,
+  `attention_maps` is tensorgrad.viz.attention_maps (a ViT's attention rollout and PNG grids).
 
 Each model file holds its config dataclass, the blocks only it has, the model and its
 checkpoint name mapping; attention, feed-forward, norms and positions come from `nn`.
@@ -55,3 +52,11 @@ from .tokenizer import (  # noqa: F401
 )
 from .vit import ViTConfig, ViTForImageClassification, ViTModel  # noqa: F401
 from .swin import SwinConfig, SwinForImageClassification, SwinModel  # noqa: F401
+
+import sys as _sys  # noqa: E402
+from tensorgrad.datasets import digits, text as data  # noqa: E402
+from tensorgrad.viz import attention_maps  # noqa: E402
+
+_sys.modules[__name__ + ".data"] = data  # `from tensorgrad.models.data import ...` keeps working
+_sys.modules[__name__ + ".digits"] = digits
+_sys.modules[__name__ + ".attention_maps"] = attention_maps

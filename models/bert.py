@@ -27,7 +27,7 @@ from tensorgrad.nn.transformer import EncoderBlock
 from . import hub
 from .classification import labels_to_hf, num_labels_from_hf
 from .outputs import BaseModelOutputWithPooling
-from .summary import parameter_table
+from .outputs import parameter_table
 
 # Hugging Face's hidden_act names -> nn.FeedForward's. BERT uses the exact (erf) GELU.
 HIDDEN_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",

@@ -1,65 +1,29 @@
-"""Autoregressive generation for decoder-only language models: greedy decoding, temperature,
-top-k (Fan et al., 2018) and nucleus / top-p sampling (Holtzman et al., 2020), stop tokens,
-batched prompts and a KV cache.
+"""One `generate` for every language model here, taking transformers' arguments: greedy
+decoding, sampling (temperature, top-k, top-p), beam search, the repetition penalty and the
+n-gram ban, end-of-sequence tokens, batches of left-padded prompts and a KV cache.
 
-`generate` works with any model that follows tensorgrad.models' decoder-only convention:
-- `model(input_ids, attention_mask=, position_ids=, cache=)` returns `(logits, loss)` with
-  logits (B, T, vocab_size) for the T given tokens;
-- `model.make_cache()` returns a fresh cache to pass as `cache=` (one `nn.attention.KVCache`
-  per layer), which the model extends on every call;
-- `model.max_positions` is the longest context the model can take.
+Two kinds of model, told apart by an `encode` method:
+- decoder-only (GPT): `model(input_ids, attention_mask=, position_ids=, cache=)` returns
+  `(logits, loss)` with logits (B, T, vocab_size); `model.make_cache()` returns a fresh cache
+  (one `nn.attention.KVCache` per layer) that the model extends on every call;
+  `model.max_positions` is the longest context it takes.
+- encoder-decoder (T5, the 2017 Transformer): `encode(input_ids, attention_mask)` -> memory
+  (B, S, C), `decode(decoder_ids, memory, attention_mask, cache=)` -> hidden states,
+  `lm_logits(hidden)`, `make_cache()` (a (self-attention, cross-attention) KVCache pair per
+  block) and config.{eos,pad,decoder_start}_token_id.
+Either is wrapped as a step: the ids so far (N, L) -> the next token's logits (N, V).
+
+Sampling or not, one rule for every model: `do_sample` decides when given. Left at None,
+`temperature` decides: above 0 samples, 0 or None is greedy (or beam search when num_beams > 1,
+which never samples). `GPT.generate`'s temperature defaults to 1.0 as nanoGPT's does, so
+`gpt.generate(idx, max_new_tokens)` samples; every other entry point's defaults to None, so it
+is greedy, as in transformers. An argument that would have no effect is an error, never
+silently ignored.
 """
 import tensorgrad as tg
 
-
-# --- choosing the next token --------------------------------------------------------------------
-def top_k_filter(logits, k):
-    """(B, V) logits with everything below each row's k-th largest value set to -inf (ties
-    with the k-th value are kept)."""
-    if not 0 < k:
-        raise ValueError(f"top_k_filter: k must be a positive integer, got {k}")
-    if k >= logits.shape[-1]:
-        return logits
-    kth = logits.topk(k, dim=-1).values[:, -1:]  # (B, 1)
-    return logits.masked_fill(logits < kth, float("-inf"))
-
-
-def top_p_filter(logits, p):
-    """(B, V) logits keeping, in each row, the most likely tokens whose probabilities first add
-    up to at least p (the nucleus; always at least one token); the rest set to -inf."""
-    if not 0.0 < p <= 1.0:
-        raise ValueError(f"top_p_filter: p must be in (0, 1], got {p}")
-    ordered = logits.sort(dim=-1, descending=True).values  # (B, V)
-    probs = ordered.softmax(-1)
-    mass_before = probs.cumsum(-1) - probs  # probability of the tokens ranked above each one
-    kept = (mass_before < p).sum(-1, keepdim=True)  # (B, 1): the nucleus size, >= 1
-    smallest_kept = ordered.gather(-1, kept - 1)  # (B, 1)
-    return logits.masked_fill(logits < smallest_kept, float("-inf"))
-
-
-def sample(probs):
-    """One index per row of (B, V) probabilities (rows need not be normalised), drawn with
-    tensorgrad's generator: the first index whose cumulative probability passes u * total,
-    u ~ U[0, 1). Zero-probability indices are never drawn."""
-    cdf = probs.cumsum(-1)  # (B, V)
-    u = tg.rand(probs.shape[0], 1, dtype=probs.dtype, device=probs.device) * cdf[:, -1:]
-    return (cdf <= u).sum(-1).clamp(max=probs.shape[-1] - 1)  # (B,)
-
-
-def next_token(logits, temperature=1.0, top_k=None, top_p=None):
-    """The next token of each row from its (B, V) logits: the argmax when temperature is 0
-    (greedy), else a sample from softmax(logits / temperature), restricted by top_k and/or
-    top_p."""
-    if temperature < 0:
-        raise ValueError(f"next_token: temperature must be >= 0, got {temperature}")
-    if temperature == 0:
-        return logits.argmax(-1)
-    logits = logits / temperature
-    if top_k is not None:
-        logits = top_k_filter(logits, top_k)
-    if top_p is not None:
-        logits = top_p_filter(logits, top_p)
-    return sample(logits.softmax(-1))
+from .beam_search import beam_search
+from .decoding import apply_rules, next_token
 
 
 # --- batches of prompts ---------------------------------------------------------------------------
@@ -87,34 +51,41 @@ def positions_from_mask(attention_mask):
     return positions.clamp(min=0)
 
 
-# --- the loop ----------------------------------------------------------------------------------
+# --- the one entry point ----------------------------------------------------------------------
 @tg.no_grad()
-def generate(model, input_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
-             stop_tokens=(), seed=None, attention_mask=None, use_cache=True, pad_token_id=None,
-             num_beams=1, length_penalty=1.0, early_stopping=False, no_repeat_ngram_size=0,
-             num_return_sequences=1):
-    """Extend each prompt by up to max_new_tokens tokens. Runs under no_grad, in eval mode
-    (the model's mode is restored afterwards).
+def generate(model, input_ids, max_new_tokens=20, temperature=None, top_k=None, *, do_sample=None,
+             top_p=None, num_beams=1, length_penalty=1.0, early_stopping=False,
+             no_repeat_ngram_size=0, repetition_penalty=1.0, num_return_sequences=1,
+             eos_token_id=None, pad_token_id=None, attention_mask=None,
+             decoder_start_token_id=None, use_cache=True, seed=None):
+    """Up to max_new_tokens new tokens for each input; the arguments mean what they mean in
+    transformers' `generate`. Runs under no_grad, in eval mode (the mode is restored after).
 
-    input_ids: (B, T) int64 prompts. Prompts of equal length need no mask. Prompts of different
-        lengths must be LEFT-padded (see `pad_prompts`) with attention_mask (B, T): 1 at
-        tokens, 0 at padding; positions then count only real tokens, so each row continues
-        exactly as it would alone.
-    temperature, top_k, top_p: see `next_token`; temperature=0 is greedy decoding.
-    stop_tokens: ids that end a row (the stop token is kept); the row's later columns hold
-        pad_token_id (default: the first stop token). Generation ends when every row stopped.
-    seed: if given, reseeds tensorgrad's generators first (`tg.manual_seed`), so the same call
-        samples the same tokens.
-    use_cache: keep each layer's keys and values (`model.make_cache()`) and feed one new token
-        per step, instead of re-running the whole sequence; the tokens are the same.
-        Past `model.max_positions` tokens the context slides (the last max_positions tokens),
-        and each step recomputes that window: learned positions cannot slide inside a cache.
-    num_beams > 1: beam search instead (`beam_search`, Hugging Face's rules; the first stop
-        token is its end of sequence), with length_penalty, early_stopping,
-        no_repeat_ngram_size and num_return_sequences as in `generate_seq2seq`; the prompt
-        and the new tokens must fit max_positions.
-    Returns (B, T + n) int64 ids, the prompts followed by n <= max_new_tokens new tokens
-    (beam search: B * num_return_sequences rows).
+    input_ids: (B, T) integer ids: the prompts of a decoder-only model, the sources of an
+        encoder-decoder one. attention_mask (B, T): 1 at tokens, 0 at padding. Prompts of
+        different lengths must be LEFT-padded (see `pad_prompts`); positions then count only
+        real tokens, so each row continues exactly as it would alone. Sources may be padded
+        on either side.
+    do_sample, temperature, top_k, top_p: the rule in the module docstring; a sample is drawn
+        from softmax(logits / temperature) restricted to the top_k tokens and/or the nucleus
+        top_p. seed: if given, reseeds tensorgrad's generators first (`tg.manual_seed`).
+    num_beams > 1: beam search (`beam_search`) with length_penalty, early_stopping (True,
+        False or "never"); a decoder-only model needs the prompt and the new tokens within
+        max_positions.
+    num_return_sequences: sequences per input (beam search: at most num_beams; sampling:
+        independent samples; greedy decoding has only one).
+    repetition_penalty: CTRL's penalty on every token already in the sequence (the prompt
+        included for a decoder-only model). no_repeat_ngram_size: no n-gram occurs twice.
+    eos_token_id: an id or a list of ids that end a sequence (kept); later columns of an ended
+        row hold pad_token_id. Generation stops when every row has ended. Defaults: the
+        model's config, else none (eos) and eos or 0 (pad).
+    decoder_start_token_id: an encoder-decoder model's first decoder token (default: config).
+    use_cache: feed one new token per step to a KV cache instead of re-running the sequence
+        (the tokens are the same). Past a decoder-only model's max_positions the context
+        slides (the last max_positions tokens), recomputed each step: learned positions
+        cannot slide inside a cache.
+    Returns (B * num_return_sequences, L) int64 ids: for a decoder-only model the prompt then
+    the new tokens, for an encoder-decoder one the start token then the new tokens.
     """
     if input_ids.ndim != 2 or input_ids.dtype.kind not in "iu":
         raise ValueError(f"generate: input_ids must be (B, T) integer ids, got {input_ids.dtype} "
@@ -122,303 +93,162 @@ def generate(model, input_ids, max_new_tokens, temperature=1.0, top_k=None, top_
     if attention_mask is not None and attention_mask.shape != input_ids.shape:
         raise ValueError(f"generate: attention_mask of shape {attention_mask.shape} must match "
                          f"input_ids of shape {input_ids.shape}")
-    if seed is not None:
-        tg.manual_seed(seed)
-    stop_tokens = list(stop_tokens)
-    pad = pad_token_id if pad_token_id is not None else (stop_tokens[0] if stop_tokens else 0)
-    window = model.max_positions
-    was_training = model.training
-    model.eval()
-    try:
-        if num_beams > 1:
-            return _beam_generate(model, input_ids, max_new_tokens, attention_mask, use_cache,
-                                  num_beams, stop_tokens, pad, length_penalty, early_stopping,
-                                  no_repeat_ngram_size, num_return_sequences)
-        mask = attention_mask
-        cache = model.make_cache() if use_cache else None
-        # The prompt and each step's (B, 1) column, joined once at the end: a cat per token
-        # would copy the whole sequence every step (generate). Without a cache, `ids` is
-        # joined again whenever the model has to re-read the sequence.
-        columns, length = [input_ids], input_ids.shape[1]
-        unseen = input_ids  # the columns the cache has not seen yet
-        done = tg.zeros(input_ids.shape[0], dtype=tg.bool, device=input_ids.device)
-        for _ in range(max_new_tokens):
-            if cache is not None and length > window:
-                cache = None  # the context slides from here on: recompute the window each step
-            if cache is None:
-                ids = tg.cat(columns, dim=1) if len(columns) > 1 else columns[0]
-                columns = [ids]
-                new, step_mask = ids[:, -window:], None if mask is None else mask[:, -window:]
-            else:
-                new, step_mask = unseen, mask
-            positions = None
-            if step_mask is not None:
-                positions = positions_from_mask(step_mask)[:, -new.shape[1]:]
-            logits, _ = model(new, attention_mask=step_mask, position_ids=positions, cache=cache)
-            last = logits[:, -1:] if logits.shape[1] > 1 else logits  # (B, 1, V)
-            if temperature == 0:  # greedy: the (B, 1) column straight from argmax (generate)
-                unseen = last.argmax(-1)
-            else:
-                unseen = next_token(last[:, 0], temperature, top_k, top_p).unsqueeze(1)  # (B, 1)
-            if stop_tokens:
-                unseen = tg.where(done.unsqueeze(1), pad, unseen)
-            columns.append(unseen)
-            length += 1
-            if mask is not None:
-                mask = tg.cat([mask, tg.ones_like(mask[:, :1])], dim=1)
-            if stop_tokens:
-                token = unseen.squeeze(1)  # (B,)
-                for stop in stop_tokens:
-                    done = done | (token == stop)
-                if bool(done.all()):
-                    break
-        return tg.cat(columns, dim=1) if len(columns) > 1 else columns[0]
-    finally:
-        model.train(was_training)
-
-
-# --- encoder-decoder models and beam search ------------------------------------------------------
-def banned_ngram_mask(ids, n, vocab_size):
-    """(N, V) bool, True at the tokens that would complete, at the end of each row of ids
-    (N, L), an n-gram that already occurs in that row (`no_repeat_ngram_size`; Paulus et al.,
-    2018). Nothing is banned while a row is shorter than n."""
-    N, L = ids.shape
-    banned = tg.zeros(N, vocab_size, dtype=tg.bool, device=ids.device)
-    if n <= 0 or L + 1 < n:
-        return banned
-    rows, tokens = [], []
-    for r, row in enumerate(ids.tolist()):
-        prefix = row[L + 1 - n:] if n > 1 else []  # the n - 1 tokens the next one extends
-        for start in range(L + 1 - n):
-            if row[start:start + n - 1] == prefix and row[start + n - 1] < vocab_size:
-                rows.append(r)
-                tokens.append(row[start + n - 1])
-    if rows:
-        banned[tg.tensor(rows, device=ids.device), tg.tensor(tokens, device=ids.device)] = True
-    return banned
-
-
-def _no_repeat(logits, ids, n):
-    if not n:
-        return logits
-    return logits.masked_fill(banned_ngram_mask(ids, n, logits.shape[-1]), float("-inf"))
-
-
-def _gather_rows(x, index):
-    """x (B, K, ...) rows picked per batch entry by index (B, J) -> (B, J, ...)."""
-    offsets = tg.arange(x.shape[0], device=x.device).unsqueeze(-1) * x.shape[1]  # (B, 1)
-    flat = x.reshape((x.shape[0] * x.shape[1],) + tuple(x.shape[2:]))
-    return flat[(index + offsets).reshape(-1)].reshape(tuple(index.shape) + tuple(x.shape[2:]))
-
-
-_MASKED = -1.0e9  # what Hugging Face adds to a score to take it out of the running
-
-
-@tg.no_grad()
-def beam_search(step, input_ids, num_beams, max_length, eos_token_id, pad_token_id=0,
-                length_penalty=1.0, early_stopping=False, no_repeat_ngram_size=0,
-                num_return_sequences=1, reorder=None):
-    """Beam search over B inputs with num_beams hypotheses each, by Hugging Face's rules, so
-    that the same model gives the same token ids as `transformers`' generate.
-
-    step(ids (B * num_beams, L)) -> next-token logits (B * num_beams, V), ids being every
-        hypothesis so far (the model may feed only the new column to a cache). Before each
-        later call, `reorder(indices)` (B * num_beams,) tells it which earlier row each
-        hypothesis continues (to reorder a KV cache).
-    input_ids: (B * num_beams, L0), each prompt repeated num_beams times (the decoder's start
-        token for encoder-decoder models). max_length: L0 plus the most tokens to add.
-    Each step every beam proposes its tokens with their summed log-probabilities and the best
-    2 num_beams of all (beam, token) pairs are ranked. Those among the first num_beams that end
-    in eos_token_id (or reach max_length) are finished hypotheses, scored by
-    sum log p / generated_length ** length_penalty (the eos counted, the prompt not), kept if
-    among the num_beams best finished so far; the best num_beams unfinished ones continue.
-    The search ends when every input's best running beam cannot beat its worst kept finished
-    one (assuming, for early_stopping=False, that its score stays where it is; "never": the
-    best a longer sequence could reach), when early_stopping=True and num_beams hypotheses
-    are finished, or at max_length.
-    Returns (B * num_return_sequences, L) int64: each input's best finished hypotheses, best
-    first, padded with pad_token_id to the longest.
-    """
-    N, prompt_len = input_ids.shape
-    K, device = num_beams, input_ids.device
-    if N % K or not 1 <= num_return_sequences <= K:
-        raise ValueError(f"beam_search: {N} rows must be B inputs x num_beams={K}, and "
-                         f"num_return_sequences={num_return_sequences} at most num_beams")
-    B, keep = N // K, 2 * K  # 2 K candidates leave K unfinished ones even if K end in eos
-    running = input_ids.reshape(B, K, prompt_len)
-    # only the first beam starts live, so that the K copies do not propose the same tokens
-    running_scores = tg.tensor([[0.0] + [_MASKED] * (K - 1)] * B, device=device)  # (B, K)
-    finished = tg.full((B, K, max_length), pad_token_id, dtype=tg.int64, device=device)
-    finished_scores = tg.full((B, K), _MASKED, device=device)
-    finished_len = tg.zeros(B, K, dtype=tg.int64, device=device)
-    is_finished = tg.zeros(B, K, dtype=tg.bool, device=device)
-    improvable = tg.ones(B, 1, dtype=tg.bool, device=device)
-    top_k_mask = tg.arange(keep, device=device) < K  # (2K,): only these may finish
-    cur_len = prompt_len
-    while True:
-        flat = running.reshape(N, cur_len)
-        logp = _no_repeat(step(flat).to(tg.float32).log_softmax(-1), flat, no_repeat_ngram_size)
-        V = logp.shape[-1]
-        totals = (logp.reshape(B, K, V) + running_scores.unsqueeze(-1)).reshape(B, K * V)
-        top_scores, top = totals.topk(keep, dim=-1)  # (B, 2K), best first
-        source, token = top // V, top % V  # the beam each candidate extends, its new token
-        candidates = tg.cat([_gather_rows(running, source), token.unsqueeze(-1)], dim=-1)
-        hits = (token == eos_token_id) | (cur_len + 1 >= max_length)  # (B, 2K)
-
-        # the K best candidates that did not stop run on
-        alive = top_scores + hits.to(tg.float32) * _MASKED
-        chosen = alive.topk(K, dim=-1).indices  # (B, K)
-        running = _gather_rows(candidates, chosen)  # (B, K, cur_len + 1)
-        running_scores = alive.gather(1, chosen)
-        origin = (source.gather(1, chosen) + tg.arange(B, device=device).unsqueeze(-1) * K)
-
-        # candidates that stopped join the finished ones if they rank among the K best
-        just_finished = hits & top_k_mask
-        scores = top_scores / float(cur_len + 1 - prompt_len) ** length_penalty
-        full = is_finished.all(-1, keepdim=True) & (early_stopping is True)
-        scores = scores + (full | ~improvable).to(tg.float32) * _MASKED \
-            + (~just_finished).to(tg.float32) * _MASKED
-        padded = tg.cat([candidates, tg.full((B, keep, max_length - cur_len - 1), pad_token_id,
-                                             dtype=tg.int64, device=device)], dim=-1)
-        merged = tg.cat([finished_scores, scores], dim=1)  # (B, 3K)
-        best = merged.topk(K, dim=-1).indices
-        finished = _gather_rows(tg.cat([finished, padded], dim=1), best)
-        finished_scores = merged.gather(1, best)
-        new_len = tg.full((B, keep), cur_len + 1, dtype=tg.int64, device=device)
-        finished_len = tg.cat([finished_len, new_len], dim=1).gather(1, best)
-        is_finished = tg.cat([is_finished, just_finished], dim=1).gather(1, best)
-
-        cur_len += 1
-        best_len = max_length - prompt_len if early_stopping == "never" and length_penalty > 0 \
-            else cur_len - prompt_len
-        best_running = running_scores[:, :1] / float(best_len) ** length_penalty  # (B, 1)
-        worst_kept = tg.where(is_finished, finished_scores.min(1, keepdim=True).values, _MASKED)
-        improvable = improvable & (best_running > worst_kept).any(-1, keepdim=True)
-        all_done = bool(is_finished.all()) and early_stopping is True
-        if not bool(improvable.any()) or all_done or bool(hits.all()):
-            break
-        if reorder is not None:
-            reorder(origin.reshape(N))
-    length = int(finished_len[:, :num_return_sequences].max())
-    return finished[:, :num_return_sequences, :length].reshape(B * num_return_sequences, length)
-
-
-@tg.no_grad()
-def generate_seq2seq(model, input_ids, max_new_tokens=20, attention_mask=None, do_sample=False,
-                     temperature=1.0, top_k=None, top_p=None, num_beams=1, length_penalty=1.0,
-                     early_stopping=False, no_repeat_ngram_size=0, num_return_sequences=1,
-                     eos_token_id=None, pad_token_id=None, decoder_start_token_id=None,
-                     seed=None, use_cache=True):
-    """Decode up to max_new_tokens tokens for each source sequence with an encoder-decoder
-    model; the arguments mean what they mean in Hugging Face's `generate`.
-
-    The model provides `encode(input_ids, attention_mask)` -> memory (B, S, C),
-    `decode(decoder_ids, memory, attention_mask, cache=)` -> hidden states, `lm_logits(hidden)`,
-    `make_cache()` (a (self-attention, cross-attention) KVCache pair per block) and
-    config.{eos,pad,decoder_start}_token_id. The encoder runs once; with use_cache the decoder
-    feeds one new token per step, its self-attention keys and values growing in the cache and
-    the cross-attention ones computed on the first step only (the tokens equal use_cache=False).
-    input_ids (B, S) and attention_mask (B, S), 1 at tokens, 0 at padding (right-padding is
-        fine: nothing is generated after the source).
-    Greedy by default; do_sample=True samples (temperature, top_k, top_p as `next_token`,
-        seed as in `generate`), num_return_sequences samples per input; num_beams > 1 runs
-        `beam_search` (length_penalty, early_stopping, num_return_sequences <= num_beams).
-    no_repeat_ngram_size: no n-gram occurs twice in an output.
-    Returns (B * num_return_sequences, 1 + n) int64: the start token, then the tokens; rows
-    that ended (eos) early are padded with pad_token_id.
-    """
-    c = model.config
-    eos = c.eos_token_id if eos_token_id is None else eos_token_id
-    pad = c.pad_token_id if pad_token_id is None else pad_token_id
-    start = c.decoder_start_token_id if decoder_start_token_id is None else decoder_start_token_id
-    if input_ids.ndim != 2 or input_ids.dtype.kind not in "iu":
-        raise ValueError(f"generate_seq2seq: input_ids must be (B, S) integer ids, got "
-                         f"{input_ids.dtype} of shape {input_ids.shape}")
+    do_sample, temperature = _sampling(do_sample, temperature, top_k, top_p, num_beams)
     if num_beams == 1 and num_return_sequences > 1 and not do_sample:
-        raise ValueError("generate_seq2seq: greedy decoding returns one sequence per input; "
-                         "use num_beams >= num_return_sequences or do_sample=True")
+        raise ValueError("generate: greedy decoding returns one sequence per input; use "
+                         "num_beams >= num_return_sequences or do_sample=True")
+    if not 1 <= num_return_sequences or (num_beams > 1 and num_return_sequences > num_beams):
+        raise ValueError(f"generate: num_return_sequences={num_return_sequences} must be >= 1 "
+                         f"and at most num_beams={num_beams}")
+    config = getattr(model, "config", None)
+    eos = getattr(config, "eos_token_id", None) if eos_token_id is None else eos_token_id
+    eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
+    pad = getattr(config, "pad_token_id", None) if pad_token_id is None else pad_token_id
+    pad = pad if pad is not None else eos[0] if eos else 0
     if seed is not None:
         tg.manual_seed(seed)
     was_training = model.training
     model.eval()
     try:
-        memory = model.encode(input_ids, attention_mask)  # (B, S, C), once
         copies = num_beams if num_beams > 1 else num_return_sequences
-        if copies > 1:  # each input's rows side by side: (B * copies, S, C)
-            memory = memory.repeat_interleave(copies, dim=0)
-            if attention_mask is not None:
-                attention_mask = attention_mask.repeat_interleave(copies, dim=0)
-        decoder = _DecoderSteps(model, memory, attention_mask, use_cache)
-        ids = tg.full((memory.shape[0], 1), start, dtype=tg.int64, device=memory.device)
+        if hasattr(model, "encode"):
+            start = (config.decoder_start_token_id if decoder_start_token_id is None
+                     else decoder_start_token_id)
+            step = _EncoderDecoderSteps(model, input_ids, attention_mask, copies, use_cache)
+            ids = tg.full((input_ids.shape[0] * copies, 1), start, dtype=tg.int64,
+                          device=input_ids.device)
+        else:
+            if decoder_start_token_id is not None:
+                raise ValueError("generate: decoder_start_token_id is for encoder-decoder models; "
+                                 "a decoder-only model continues its prompt")
+            _check_fits(model, input_ids, max_new_tokens, num_beams)
+            step = _DecoderOnlySteps(model, attention_mask, copies, use_cache)
+            ids = input_ids.repeat_interleave(copies, dim=0) if copies > 1 else input_ids
+
+        def rules(scores, ids):
+            return apply_rules(scores, ids, repetition_penalty, no_repeat_ngram_size)
+
         if num_beams > 1:
-            return beam_search(decoder, ids, num_beams, 1 + max_new_tokens, eos, pad,
-                               length_penalty, early_stopping, no_repeat_ngram_size,
-                               num_return_sequences, reorder=decoder.reorder)
-        done = tg.zeros(ids.shape[0], dtype=tg.bool, device=ids.device)
-        for _ in range(max_new_tokens):
-            logits = _no_repeat(decoder(ids), ids, no_repeat_ngram_size)
-            token = next_token(logits, temperature if do_sample else 0.0, top_k, top_p)
-            token = tg.where(done, pad, token)  # (B,)
-            ids = tg.cat([ids, token.unsqueeze(1)], dim=1)
-            done = done | (token == eos)
-            if bool(done.all()):
-                break
-        return ids
+            return beam_search(step, ids, num_beams, ids.shape[1] + max_new_tokens, eos, pad,
+                               length_penalty, early_stopping, num_return_sequences,
+                               reorder=step.reorder, rules=rules)
+
+        def choose(logits):
+            return next_token(logits, temperature, top_k, top_p)
+
+        return _extend(step, ids, max_new_tokens, choose, rules, eos, pad)
     finally:
         model.train(was_training)
 
 
-class _DecoderSteps:
-    """The next-token logits (N, V) of an encoder-decoder model for decoder ids (N, L), the
-    memory fixed; with a cache only the columns it has not seen are fed."""
+def _sampling(do_sample, temperature, top_k, top_p, num_beams):
+    """(do_sample, temperature) by the module docstring's rule; a sampling argument given to
+    greedy decoding or beam search is an error."""
+    if do_sample is None:
+        do_sample = num_beams == 1 and temperature is not None and temperature > 0
+    if do_sample:
+        temperature = 1.0 if temperature is None else temperature
+        if temperature <= 0:
+            raise ValueError(f"generate: sampling needs a temperature > 0, got {temperature}; "
+                             f"greedy decoding is do_sample=False")
+        if num_beams > 1:
+            raise ValueError("generate: beam search does not sample; pass num_beams=1 to "
+                             "sample or do_sample=False for beam search")
+        return True, temperature
+    given = [f"{name}={value}" for name, value in
+             (("temperature", temperature), ("top_k", top_k), ("top_p", top_p))
+             if value is not None and not (name == "temperature" and value in (0, 1))]
+    if given:
+        search = "beam search" if num_beams > 1 else "greedy decoding"
+        raise ValueError(f"generate: {', '.join(given)} only apply when sampling, and this is "
+                         f"{search}; pass do_sample=True (num_beams=1) or leave them out")
+    return False, 0.0
 
-    def __init__(self, model, memory, attention_mask, use_cache):
-        self.model, self.memory, self.mask = model, memory, attention_mask
+
+def _check_fits(model, input_ids, max_new_tokens, num_beams):
+    T = input_ids.shape[1]
+    if num_beams > 1 and T + max_new_tokens > model.max_positions:
+        raise ValueError(f"generate: beam search needs the prompt ({T}) and max_new_tokens "
+                         f"({max_new_tokens}) within max_positions={model.max_positions}")
+
+
+def _extend(step, ids, max_new_tokens, choose, rules, eos, pad):
+    """Greedy decoding or sampling: ids (N, L) extended one token per step by
+    choose(rules(logits, ids)); a row ends at an eos token."""
+    N, L0 = ids.shape
+    # one buffer written a column at a time: a cat per token would copy the whole sequence
+    # every step (generate)
+    out = tg.full((N, L0 + max_new_tokens), pad, dtype=tg.int64, device=ids.device)
+    out[:, :L0] = ids
+    done = tg.zeros(N, dtype=tg.bool, device=ids.device)
+    for L in range(L0, L0 + max_new_tokens):
+        token = choose(rules(step(out[:, :L]), out[:, :L]))  # (N,)
+        if eos:
+            token = tg.where(done, pad, token)
+            for stop in eos:
+                done = done | (token == stop)
+        out[:, L] = token
+        if eos and bool(done.all()):
+            return out[:, :L + 1]
+    return out
+
+
+class _DecoderOnlySteps:
+    """The next-token logits (N, V) of a decoder-only model for the ids (N, L) so far: the
+    prompt's mask grows by a column of ones per new token; with a cache only the columns it
+    has not seen are fed, until the context has to slide."""
+
+    def __init__(self, model, attention_mask, copies, use_cache):
+        self.model, self.mask, self.seen = model, attention_mask, 0
+        if attention_mask is not None and copies > 1:
+            self.mask = attention_mask.repeat_interleave(copies, dim=0)
         self.cache = model.make_cache() if use_cache else None
 
     def __call__(self, ids):
-        new = ids if self.cache is None else ids[:, len(self.cache[0][0]):]
+        N, L = ids.shape
+        window = self.model.max_positions
+        if self.mask is not None and self.mask.shape[1] < L:
+            grown = tg.ones(N, L - self.mask.shape[1], dtype=self.mask.dtype,
+                            device=self.mask.device)
+            self.mask = tg.cat([self.mask, grown], dim=1)  # (N, L)
+        mask = self.mask
+        if self.cache is not None and L > window:
+            self.cache = None  # the context slides from here on: recompute the window each step
+        if self.cache is None:
+            new, mask = ids[:, -window:], None if mask is None else mask[:, -window:]
+        else:
+            new, self.seen = ids[:, self.seen:], L
+        positions = None if mask is None else positions_from_mask(mask)[:, -new.shape[1]:]
+        logits, _ = self.model(new, attention_mask=mask, position_ids=positions, cache=self.cache)
+        return logits[:, -1]  # (N, V)
+
+    def reorder(self, indices):
+        for layer in self.cache or ():
+            layer.reorder(indices)
+
+
+class _EncoderDecoderSteps:
+    """The next-token logits (N, V) of an encoder-decoder model for the decoder ids (N, L) so
+    far. The encoder runs once; with a cache only the columns it has not seen are fed, the
+    cross-attention keys and values computed on the first step only."""
+
+    def __init__(self, model, input_ids, attention_mask, copies, use_cache):
+        self.model, self.mask, self.seen = model, attention_mask, 0
+        self.memory = model.encode(input_ids, attention_mask)  # (B, S, C)
+        if copies > 1:  # each input's rows side by side: (B * copies, S, C)
+            self.memory = self.memory.repeat_interleave(copies, dim=0)
+            if attention_mask is not None:
+                self.mask = attention_mask.repeat_interleave(copies, dim=0)
+        self.cache = model.make_cache() if use_cache else None
+
+    def __call__(self, ids):
+        new = ids
+        if self.cache is not None:
+            new, self.seen = ids[:, self.seen:], ids.shape[1]
         hidden = self.model.decode(new, self.memory, self.mask, cache=self.cache)
         return self.model.lm_logits(hidden[:, -1:])[:, -1]  # only the last position's logits
 
     def reorder(self, indices):
         # the cross-attention caches hold the memory, equal for every beam of an input
-        if self.cache is not None:
-            for self_attention, _ in self.cache:
-                self_attention.reorder(indices)
-
-
-def _beam_generate(model, input_ids, max_new_tokens, attention_mask, use_cache, num_beams,
-                   stop_tokens, pad, length_penalty, early_stopping, no_repeat_ngram_size,
-                   num_return_sequences):
-    """`generate`'s beam search for a decoder-only model: each prompt repeated num_beams
-    times, the mask growing by one column per step, the KV cache reordered with the beams."""
-    B, T = input_ids.shape
-    if T + max_new_tokens > model.max_positions:
-        raise ValueError(f"generate: beam search needs the prompt ({T}) and max_new_tokens "
-                         f"({max_new_tokens}) within max_positions={model.max_positions}")
-    if not stop_tokens:
-        raise ValueError("generate: beam search needs stop_tokens (the first ends a sequence)")
-    ids = input_ids.repeat_interleave(num_beams, dim=0)
-    mask = None if attention_mask is None else attention_mask.repeat_interleave(num_beams, 0)
-    cache = model.make_cache() if use_cache else None
-
-    def step(rows):
-        past = len(cache[0]) if cache else 0
-        step_mask, positions = None, None
-        if mask is not None:
-            grown = rows.shape[1] - mask.shape[1]
-            step_mask = tg.cat([mask, tg.ones(mask.shape[0], grown, dtype=mask.dtype,
-                                              device=mask.device)], dim=1)
-            positions = positions_from_mask(step_mask)[:, past:]
-        logits, _ = model(rows[:, past:], attention_mask=step_mask, position_ids=positions,
-                          cache=cache)
-        return logits[:, -1]
-
-    def reorder(indices):
-        for layer in cache or ():
-            layer.reorder(indices)
-
-    return beam_search(step, ids, num_beams, T + max_new_tokens, stop_tokens[0], pad,
-                       length_penalty, early_stopping, no_repeat_ngram_size,
-                       num_return_sequences, reorder=reorder)
+        for self_attention, _ in self.cache or ():
+            self_attention.reorder(indices)

@@ -21,7 +21,7 @@ from tensorgrad.nn.masks import padding_mask_from_attention_mask
 from tensorgrad.nn.transformer import DecoderBlock
 
 from . import generation, hub
-from .summary import parameter_table
+from .outputs import parameter_table
 
 
 @dataclasses.dataclass
@@ -192,9 +192,11 @@ class GPT(nn.Module):
             raise ValueError(f"GPT: attention_mask must be (B, T_past + T) = {(B, past + T)}, "
                              f"got {attention_mask.shape}")
 
-    def generate(self, input_ids, max_new_tokens, **options):
-        """Extend prompts by up to max_new_tokens tokens: see `models.generation.generate`."""
-        return generation.generate(self, input_ids, max_new_tokens, **options)
+    def generate(self, input_ids, max_new_tokens=20, temperature=1.0, top_k=None, **options):
+        """Extend prompts by up to max_new_tokens tokens, nanoGPT's way by default: sampled at
+        temperature 1.0 (temperature=0 or do_sample=False: greedy). transformers' arguments
+        (num_beams, no_repeat_ngram_size, eos_token_id, ...) as `models.generation.generate`."""
+        return generation.generate(self, input_ids, max_new_tokens, temperature, top_k, **options)
 
     def summary(self):
         """The parameter count broken down the way GPT-2 is usually described (embeddings,

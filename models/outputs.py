@@ -3,6 +3,7 @@
 A field reads by attribute (`out.logits`) or by name (`out["logits"]`), and by position or
 unpacking over the fields that are not None, in HF's order: with labels, `out[0]` is the loss,
 as in `transformers`. (`GPT`, our own class, returns nanoGPT's `(logits, loss)` pair instead.)
+Also the parameter table each model's `summary()` prints.
 """
 import dataclasses
 
@@ -54,3 +55,13 @@ class Seq2SeqLMOutput(ModelOutput):
     loss: tg.Tensor | None = None
     logits: tg.Tensor | None = None
     encoder_last_hidden_state: tg.Tensor | None = None
+
+
+# --- the parameter table every model's `summary()` prints (nn.Module.summary: per module) -------
+def parameter_table(rows, total):
+    """Rows of (part, shape, count) and the total as an aligned text table."""
+    rows = [(name, shape, f"{count:,}") for name, shape, count in rows]
+    rows.append(("total", "", f"{total:,}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}"
+                     for r in rows)

@@ -23,15 +23,11 @@ from tensorgrad import nn
 
 from . import hub
 from .classification import classification_loss, labels_to_hf, num_labels_from_hf
-from .outputs import BaseModelOutputWithPooling, LogitsOutput
-from .summary import parameter_table
+from .outputs import BaseModelOutputWithPooling, LogitsOutput, parameter_table
 from .swin_windows import (
     relative_position_index, shifted_window_mask, window_partition, window_reverse,
 )
-from .vit import (
-    HF_ACTIVATIONS, PatchEmbeddings, drop_qkv_biases, load_hf_state, reset_parameters,
-    resize_positions, save_hf_folder,
-)
+from .vit import HF_ACTIVATIONS, PatchEmbeddings, drop_qkv_biases, resize_positions
 
 
 @dataclasses.dataclass
@@ -331,7 +327,7 @@ class SwinModel(nn.Module):
             SwinStage(config, i, rates[starts[i]:starts[i + 1]], **options)
             for i in range(len(config.depths))])
         self.layernorm = nn.LayerNorm(config.num_features, eps=config.layer_norm_eps, **options)
-        reset_parameters(self, config.initializer_range)
+        hub.reset_parameters(self, config.initializer_range)
 
     def forward(self, pixel_values, interpolate_pos_encoding=False, output_hidden_states=False,
                 output_attentions=False):
@@ -363,7 +359,7 @@ class SwinModel(nn.Module):
 
     def save_pretrained(self, path):
         """Write a folder that `transformers.SwinModel.from_pretrained(path)` loads."""
-        save_hf_folder(self, path, "SwinModel")
+        hub.save_hf_folder(self, path, "SwinModel")
 
 
 class SwinForImageClassification(nn.Module):
@@ -377,7 +373,7 @@ class SwinForImageClassification(nn.Module):
         self.swin = SwinModel(config, device=device, dtype=dtype)
         self.classifier = nn.Linear(config.num_features, config.num_labels, device=device,
                                     dtype=dtype) if config.num_labels > 0 else nn.Identity()
-        reset_parameters(self.classifier, config.initializer_range)
+        hub.reset_parameters(self.classifier, config.initializer_range)
 
     def forward(self, pixel_values, labels=None, interpolate_pos_encoding=False):
         """As ViTForImageClassification.forward."""
@@ -402,7 +398,7 @@ class SwinForImageClassification(nn.Module):
 
     def save_pretrained(self, path):
         """Write a folder that `transformers.SwinForImageClassification` loads."""
-        save_hf_folder(self, path, "SwinForImageClassification")
+        hub.save_hf_folder(self, path, "SwinForImageClassification")
 
 
 def _summary(model):
@@ -467,4 +463,4 @@ def _canonical_hf_name(key):
 def _from_pretrained(cls, path, device):
     hf_config, hf_state = hub.read_folder(path, device=device)
     model = cls(SwinConfig.from_hf(hf_config), device=device)
-    return load_hf_state(model, hf_state, "swin.", _canonical_hf_name)
+    return hub.load_hf_state(model, hf_state, "swin.", _canonical_hf_name)

@@ -26,7 +26,7 @@ from tensorgrad.nn.masks import padding_mask_from_attention_mask
 
 from . import generation, hub
 from .outputs import BaseModelOutputWithPooling, Seq2SeqLMOutput
-from .summary import parameter_table
+from .outputs import parameter_table
 from .transformer import shift_right
 
 # Hugging Face's feed_forward_proj -> nn.FeedForward's activation ("gated-gelu" is GELU's tanh
@@ -388,8 +388,8 @@ class T5ForConditionalGeneration(_T5Base):
 
     def generate(self, input_ids, max_new_tokens=20, **options):
         """Decode up to max_new_tokens tokens for each input: greedy, sampling or beam search;
-        see `models.generation.generate_seq2seq`."""
-        return generation.generate_seq2seq(self, input_ids, max_new_tokens, **options)
+        see `models.generation.generate`."""
+        return generation.generate(self, input_ids, max_new_tokens, **options)
 
 
 # --- checkpoint name mapping --------------------------------------------------------------------

@@ -23,7 +23,7 @@ from tensorgrad.nn.attention import KVCache
 from tensorgrad.nn.masks import padding_mask_from_attention_mask
 
 from . import generation
-from .summary import parameter_table
+from .outputs import parameter_table
 
 
 @dataclasses.dataclass
@@ -173,8 +173,8 @@ class Seq2SeqTransformer(nn.Module):
         return logits, loss
 
     def generate(self, input_ids, max_new_tokens=20, **options):
-        """Greedy, sampling or beam search: see `models.generation.generate_seq2seq`."""
-        return generation.generate_seq2seq(self, input_ids, max_new_tokens, **options)
+        """Greedy, sampling or beam search: see `models.generation.generate`."""
+        return generation.generate(self, input_ids, max_new_tokens, **options)
 
     def summary(self):
         """The parameter count broken down as in the paper's model description: the shared

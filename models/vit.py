@@ -13,7 +13,6 @@ This file holds the configuration, the embeddings, the two models and the mappin
 Face's checkpoint names, in that order. Attention pictures are in `attention_maps.py`.
 """
 import dataclasses
-import warnings
 
 import tensorgrad as tg
 import tensorgrad.nn.functional as F
@@ -22,8 +21,7 @@ from tensorgrad.nn.transformer import EncoderBlock
 
 from . import hub
 from .classification import classification_loss, labels_to_hf, num_labels_from_hf
-from .outputs import BaseModelOutputWithPooling, LogitsOutput
-from .summary import parameter_table
+from .outputs import BaseModelOutputWithPooling, LogitsOutput, parameter_table
 
 # Hugging Face's hidden_act names -> FeedForward's activation names.
 HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
@@ -259,7 +257,7 @@ class ViTModel(nn.Module):
                 drop_qkv_biases(block.self_attn)
         self.layernorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, **options)
         self.pooler = ViTPooler(config, **options) if add_pooling_layer else None
-        reset_parameters(self, config.initializer_range)
+        hub.reset_parameters(self, config.initializer_range)
 
     def forward(self, pixel_values, interpolate_pos_encoding=False, output_hidden_states=False,
                 output_attentions=False):
@@ -300,7 +298,7 @@ class ViTModel(nn.Module):
 
     def save_pretrained(self, path):
         """Write a folder that `transformers.ViTModel.from_pretrained(path)` loads."""
-        save_hf_folder(self, path, "ViTModel")
+        hub.save_hf_folder(self, path, "ViTModel")
 
 
 class ViTForImageClassification(nn.Module):
@@ -316,7 +314,7 @@ class ViTForImageClassification(nn.Module):
         self.vit = ViTModel(config, add_pooling_layer=False, device=device, dtype=dtype)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels, device=device,
                                     dtype=dtype) if config.num_labels > 0 else nn.Identity()
-        reset_parameters(self.classifier, config.initializer_range)
+        hub.reset_parameters(self.classifier, config.initializer_range)
 
     def forward(self, pixel_values, labels=None, interpolate_pos_encoding=False):
         """labels: (B,) int64 class ids (or floats, see ViTConfig.problem_type).
@@ -349,17 +347,7 @@ class ViTForImageClassification(nn.Module):
 
     def save_pretrained(self, path):
         """Write a folder that `transformers.ViTForImageClassification.from_pretrained` loads."""
-        save_hf_folder(self, path, "ViTForImageClassification")
-
-
-def reset_parameters(module, std):
-    """Hugging Face's ViT initialisation: linear and convolution weights, the [CLS] token and
-    the positions ~ N(0, std^2) truncated at +-2 (absolute, as timm), biases 0, LayerNorms 1/0."""
-    for name, p in module.named_parameters():
-        if name.endswith("bias"):
-            nn.init.zeros_(p)
-        elif name.endswith(("cls_token", "position_embeddings")) or p.ndim >= 2:
-            nn.init.trunc_normal_(p, std=std)
+        hub.save_hf_folder(self, path, "ViTForImageClassification")
 
 
 def _summary(model, config, blocks):
@@ -432,50 +420,7 @@ def _canonical_hf_name(key):
     return _respell(key, "layers.", "encoder.layer.", _MEMORY_NAMES)
 
 
-def state_dict_from_hf(model, hf_state, base, canonical=_canonical_hf_name):
-    """Rename a Hugging Face state dict for `model`. base: the base model's prefix in
-    Hugging Face's heads ("vit.", "swin."); keys load with or without it, and a head or pooler
-    the model does not have is left out, as `transformers` does. canonical: maps transformers
-    5's in-memory spelling onto the checkpoint's. Returns (state, our names it lacked)."""
-    names = model.hf_parameter_names()
-    state, unknown = {}, []
-    for key, tensor in hf_state.items():
-        key = canonical(key)
-        for candidate in (key, base + key, key.removeprefix(base)):
-            if candidate in names:
-                state[names[candidate]] = tensor
-                break
-        else:
-            head = key.removeprefix(base).startswith(("classifier.", "pooler."))
-            if not head and not key.endswith("relative_position_index"):  # a buffer, rebuilt
-                unknown.append(key)
-    if unknown:
-        raise ValueError(f"{type(model).__name__}.from_pretrained: the checkpoint has tensors "
-                         f"this configuration does not: {unknown[:8]}")
-    return state, [ours for ours in names.values() if ours not in state]
-
-
-def load_hf_state(model, hf_state, base, canonical=_canonical_hf_name):
-    """Load a Hugging Face state dict into model (see state_dict_from_hf); only a head or
-    pooler may be missing from it, and it then keeps its initialisation, with a warning."""
-    state, missing = state_dict_from_hf(model, hf_state, base, canonical)
-    name = type(model).__name__
-    if not all(ours.startswith(("classifier.", "pooler.")) for ours in missing):
-        raise ValueError(f"{name}.from_pretrained: the checkpoint lacks {missing[:8]}")
-    if missing:
-        warnings.warn(f"{name}.from_pretrained: {missing} are not in the checkpoint and keep "
-                      f"their fresh initialisation", stacklevel=4)
-    model.load_state_dict(state, strict=False)
-    return model.eval()
-
-
-def save_hf_folder(model, path, architecture):
-    """Write model's config and parameters under Hugging Face's names."""
-    names = {ours: hf for hf, ours in model.hf_parameter_names().items()}
-    hf_config = {**model.config.to_hf(), "architectures": [architecture]}
-    hub.write_folder(path, hf_config, {names[k]: t for k, t in model.state_dict().items()})
-
-
 def _from_pretrained(cls, path, device):
     hf_config, hf_state = hub.read_folder(path, device=device)
-    return load_hf_state(cls(ViTConfig.from_hf(hf_config), device=device), hf_state, "vit.")
+    return hub.load_hf_state(cls(ViTConfig.from_hf(hf_config), device=device), hf_state, "vit.",
+                             _canonical_hf_name)

@@ -45,3 +45,4 @@ from .distance import CosineSimilarity, PairwiseDistance, TripletMarginLoss  # n
 from .channels import (  # noqa: F401
     AlphaDropout, Dropout1d, Dropout2d, Dropout3d, PixelShuffle, PixelUnshuffle,
 )
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401

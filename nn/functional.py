@@ -25,54 +25,53 @@ from tensorgrad import (  # noqa: F401  (re-exported)
     logsigmoid, margin_ranking_loss, mse_loss, nll_loss, poisson_nll_loss, prelu, smooth_l1_loss,
     soft_margin_loss, softplus, softshrink, softsign, tanhshrink,
 )
-from tensorgrad.ops import activation as _act
-from tensorgrad.ops.unary import apply_inplace as _apply_inplace
+from tensorgrad.ops.unary import apply_inplace
 
 
 def _maybe_inplace(input, op, inplace, name, *args):
     # torch's inplace=True writes the result into input; tensorgrad refuses it, as every
     # in-place update, for a tensor autograd tracks (it records no in-place ops).
-    return _apply_inplace(input, op, name, *args) if inplace else op(input, *args)
+    return apply_inplace(input, op, name, *args) if inplace else op(input, *args)
 
 
 def relu6(input, inplace=False):
-    return _maybe_inplace(input, _act.relu6, inplace, "relu6")
+    return _maybe_inplace(input, tg.relu6, inplace, "relu6")
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _maybe_inplace(input, _act.leaky_relu, inplace, "leaky_relu", negative_slope)
+    return _maybe_inplace(input, tg.leaky_relu, inplace, "leaky_relu", negative_slope)
 
 
 def elu(input, alpha=1.0, inplace=False):
-    return _maybe_inplace(input, _act.elu, inplace, "elu", alpha)
+    return _maybe_inplace(input, tg.elu, inplace, "elu", alpha)
 
 
 def celu(input, alpha=1.0, inplace=False):
-    return _maybe_inplace(input, _act.celu, inplace, "celu", alpha)
+    return _maybe_inplace(input, tg.celu, inplace, "celu", alpha)
 
 
 def selu(input, inplace=False):
-    return _maybe_inplace(input, _act.selu, inplace, "selu")
+    return _maybe_inplace(input, tg.selu, inplace, "selu")
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    return _maybe_inplace(input, _act.hardtanh, inplace, "hardtanh", min_val, max_val)
+    return _maybe_inplace(input, tg.hardtanh, inplace, "hardtanh", min_val, max_val)
 
 
 def hardsigmoid(input, inplace=False):
-    return _maybe_inplace(input, _act.hardsigmoid, inplace, "hardsigmoid")
+    return _maybe_inplace(input, tg.hardsigmoid, inplace, "hardsigmoid")
 
 
 def hardswish(input, inplace=False):
-    return _maybe_inplace(input, _act.hardswish, inplace, "hardswish")
+    return _maybe_inplace(input, tg.hardswish, inplace, "hardswish")
 
 
 def mish(input, inplace=False):
-    return _maybe_inplace(input, _act.mish, inplace, "mish")
+    return _maybe_inplace(input, tg.mish, inplace, "mish")
 
 
 def threshold(input, threshold, value, inplace=False):
-    return _maybe_inplace(input, _act.threshold, inplace, "threshold", threshold, value)
+    return _maybe_inplace(input, tg.threshold, inplace, "threshold", threshold, value)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
@@ -101,7 +100,7 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 
 
 def threshold_(input, threshold, value):
-    return _maybe_inplace(input, _act.threshold, True, "threshold_", threshold, value)
+    return _maybe_inplace(input, tg.threshold, True, "threshold_", threshold, value)
 
 
 # --- distances, triplet loss, pixel shuffles, channel dropout (composites) -----------------------

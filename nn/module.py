@@ -9,7 +9,7 @@ from collections import OrderedDict, namedtuple
 
 import tensorgrad as tg
 from tensorgrad import Tensor
-from tensorgrad.autograd.grad_mode import this_thread
+from tensorgrad.autograd import thread_switches
 
 
 class Parameter(Tensor):
@@ -373,7 +373,7 @@ class Module:
         # The thread's switches looked up once, for the root call's module paths and for entering
         # and leaving the scope, inline rather than through set_scope: a GPT-mini token makes 40
         # module calls (generate).
-        switches = this_thread.switches
+        switches = thread_switches()
         paths = switches.module_paths
         root = paths is None
         if root:

@@ -31,7 +31,8 @@ from .creation import (  # noqa: F401
     linspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
     zeros_like,
 )
-from . import distributed  # noqa: F401,E402  (imports mpi4py only at distributed.init())
+from . import backends, cuda, distributed  # noqa: F401,E402  (cupy, mpi4py: only when used)
+from . import amp  # noqa: F401,E402  (mixed precision: autocast, GradScaler)
 from . import utils  # noqa: F401,E402  (last: utils.data uses the names bound above)
 
 # torch.numel(x), torch.is_floating_point(x), torch.is_complex(x): the methods, as functions

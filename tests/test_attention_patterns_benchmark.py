@@ -1,9 +1,10 @@
-"""benchmarks/attention_patterns.py: every implementation's step runs at a toy length (in
-process, fast); the whole harness with its subprocesses, table and plot runs on toy lengths
-(slow: one process per implementation and length)."""
+"""benchmarks/attention_patterns.py: every implementation's step computes causal attention at a
+toy length (in process, fast); the whole harness with its subprocesses, table and plot runs on
+toy lengths (slow: one process per implementation and length)."""
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from benchmarks import attention_patterns as bench
@@ -11,8 +12,10 @@ from benchmarks import run
 
 
 @pytest.mark.parametrize("name", bench.IMPLEMENTATIONS)
-def test_every_step_runs(name):
-    bench.make_step(name, 40, tiny=True)()
+def test_every_step_computes_causal_attention(name):
+    out, v = (np.asarray(a) for a in bench.make_step(name, 40, tiny=True)())
+    assert out.shape == (bench.B, bench.HEADS, 40, bench.HEAD_DIM) and np.isfinite(out).all()
+    np.testing.assert_allclose(out[..., 0, :], v[..., 0, :], rtol=1e-5, atol=1e-6)  # key 0 alone
 
 
 @pytest.mark.slow

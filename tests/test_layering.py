@@ -127,6 +127,9 @@ def _private_uses(tree, private):
             if not (isinstance(node.value, ast.Name) and node.value.id == "self"):
                 yield node.lineno, f".{node.attr}"
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tensorgrad"):
+            for part in node.module.split("."):
+                if part.startswith("_") and not part.startswith("__"):
+                    yield node.lineno, f".{part}"
             for alias in node.names:
                 if alias.name.startswith("_"):
                     yield node.lineno, f".{alias.name}"
@@ -154,9 +157,10 @@ def test_no_private_access_of_tensorgrad_objects_outside_tensorgrad(folder):
 def test_the_private_access_checker_sees_a_violation():
     source = ("import tensorgrad as tg\nfrom tensorgrad.autograd import _where\n"
               "def step(p):\n    p._inplace('x')\n    return p._backend.kernels()\n"
-              "class Mine:\n    def f(self):\n        return self._backend\n")
+              "class Mine:\n    def f(self):\n        return self._backend\n"
+              "from tensorgrad.ops._helpers import clip\n")
     uses = sorted(_private_uses(ast.parse(source), _private_names()))
-    assert uses == [(2, "._where"), (4, "._inplace"), (5, "._backend")]
+    assert uses == [(2, "._where"), (4, "._inplace"), (5, "._backend"), (9, "._helpers")]
 
 
 def test_the_allowlist_holds_only_live_offenders():

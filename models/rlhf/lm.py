@@ -99,7 +99,7 @@ def sample(model, tokenizer, prompts, max_new_tokens, temperature=1.0, seed=None
     prompt_ids, prompt_mask = pad_prompts([tokenizer.encode(p) for p in prompts],
                                           tokenizer.pad_id, device=device)
     out = generate(model, prompt_ids, max_new_tokens, temperature=temperature,
-                   stop_tokens=[tokenizer.eos_id], pad_token_id=tokenizer.pad_id,
+                   eos_token_id=tokenizer.eos_id, pad_token_id=tokenizer.pad_id,
                    attention_mask=prompt_mask, seed=seed)
     width = prompt_ids.shape[1]
     new = out[:, width:]  # (B, n)

@@ -6,7 +6,7 @@ place, and added up per node before that node's own VJP runs.
 """
 from ..tensor import Tensor
 from . import hooks as _hooks
-from .grad_mode import _anomaly_mode, _GradMode, check_finite, this_thread
+from .grad_mode import _anomaly_mode, _GradMode, autocast_off, check_finite, this_thread
 from .graph import Node, freed_message, node_where
 
 
@@ -73,8 +73,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     (stop at them rather than following their own history)."""
     grads = {}
     roots = []
-    # Hooks are looked up only when some tensor has one (op_overhead fwd+bwd: one test per node
-    # otherwise). A composite's inner walk (`partial`) runs none: the outer walk runs them.
+    # Hooks are looked up only when some tensor has one (op_overhead fwd+bwd). A composite's
+    # inner walk (`partial`) runs none: the outer walk runs them.
     hooks = _hooks.registry if _hooks.registry and not partial else None
     held = {}  # hooked leaves: id -> [leaf, summed gradient], delivered after the walk
     owned = {id(g.data) for g in grad_outputs}  # arrays a leaf's .grad may not take as its own
@@ -103,7 +103,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     check = this_thread.switches.anomaly
     # Inside a VJP the forward check is off: a NaN there is reported below, as the gradient of
     # the op being differentiated rather than as the forward of some op inside its VJP.
-    with _GradMode(create_graph), _anomaly_mode(False):
+    with _GradMode(create_graph), _anomaly_mode(False), autocast_off():
         for node in _topological_order(roots, wanted if partial else ()):
             grad = grads.pop(id(node), None)
             if grad is None:
@@ -136,8 +136,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                                                node.in_dtypes):
                 if parent is None or g is None:
                     continue
-                # Compared here so that the common, matching case costs no call (op_overhead
-                # fwd+bwd).
+                # compared here: the common, matching case costs no call (op_overhead fwd+bwd)
                 if g.data.shape != shape:
                     if not _broadcasts_to(shape, g.data.shape):
                         raise RuntimeError(_wrong_shape_message(node, in_grads))

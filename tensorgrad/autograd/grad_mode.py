@@ -17,7 +17,7 @@ class Switches:
     A plain slotted object: after the one thread-local lookup that finds it, its attributes
     read at the cost of a global's (op_overhead fwd), which a threading.local's own do not.
     """
-    __slots__ = ("grad_enabled", "anomaly", "scope", "inference", "module_paths")
+    __slots__ = ("grad_enabled", "anomaly", "scope", "inference", "module_paths", "autocast")
 
     def __init__(self):
         self.grad_enabled = True
@@ -25,6 +25,7 @@ class Switches:
         self.scope = ""
         self.inference = False  # read only by is_inference_mode_enabled
         self.module_paths = None  # read and written by nn.Module.__call__ only
+        self.autocast = None  # tensorgrad.amp's casting policy inside an autocast region
 
 
 class _PerThread(threading.local):
@@ -34,11 +35,29 @@ class _PerThread(threading.local):
 
 this_thread = _PerThread()
 
-# How many threads have anomaly mode on: while none has, an op that records nothing (inference,
-# the ops inside VJPs) need not look up its thread's switches at all (generate KV cache,
-# op_overhead fwd+bwd). Changed under the lock: two threads' `+=` could lose a count.
+
+def thread_switches():
+    """The calling thread's Switches: what nn.Module.__call__ reads and writes to name the nodes
+    of every op under it by the module's path."""
+    return this_thread.switches
+
+# How many threads have anomaly mode on: while none has, an op that records nothing need not
+# look up its thread's switches (generate, op_overhead). Changed under the lock: `+=` can race.
 anomaly_threads = [0]
 _anomaly_lock = threading.Lock()
+# How many autocast regions are open, in any thread: while none is, ops skip the check.
+autocast_threads = [0]
+
+
+@contextlib.contextmanager
+def autocast_off():
+    """No autocast inside (the backward pass: each VJP runs in its forward's dtypes)."""
+    switches = this_thread.switches
+    previous, switches.autocast = switches.autocast, None
+    try:
+        yield
+    finally:
+        switches.autocast = previous
 
 
 def is_grad_enabled():

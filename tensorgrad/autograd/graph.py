@@ -6,7 +6,7 @@ records a Node that remembers the primitive, its parents and only the tensors it
 import functools
 
 from ..tensor import Tensor, new_tensor
-from .grad_mode import anomaly_threads, check_finite, this_thread, where
+from .grad_mode import anomaly_threads, autocast_threads, check_finite, this_thread, where
 
 PRIMITIVES = {}
 
@@ -37,8 +37,7 @@ class Primitive:
         self.name = name
         self.forward = forward
         self.saves = saves if saves == "all" else tuple(saves)
-        # The usual `saves` names the first k inputs in order: the node takes them as one tuple
-        # slice instead of a loop (op_overhead fwd); None when the indices are anything else.
+        # saves naming the first k inputs: one tuple slice, not a loop (op_overhead fwd); else None
         self._saved_slice = (slice(None) if saves == "all" else slice(len(self.saves))
                              if self.saves == tuple(range(len(self.saves))) else None)
         self.saves_out = saves_out
@@ -49,9 +48,7 @@ class Primitive:
         self.view = view
         self.vjp = None
         self.accumulate = None
-        # What functools.update_wrapper copies, less its update of the instance __dict__: once
-        # that dict exists every attribute read on a primitive is a dict lookup, four times a
-        # plain one, and __call__ makes several per op (op_overhead fwd).
+        # update_wrapper's attributes, no instance __dict__: it slows every read (op_overhead fwd)
         for attr in functools.WRAPPER_ASSIGNMENTS:
             if hasattr(forward, attr):
                 setattr(self, attr, getattr(forward, attr))
@@ -76,6 +73,8 @@ class Primitive:
         backend = None
         datas = []
         needs_grad = False
+        if autocast_threads[0] and this_thread.switches.autocast is not None:
+            args = this_thread.switches.autocast(self.name, args)
         for arg in args:
             if arg is None:
                 datas.append(None)
@@ -162,8 +161,7 @@ class Node:
     # needs_grad: one bool per input, does it want a gradient (a VJP may skip the others).
     # versions: the saved inputs' versions when saved; out_version: the output's version counter
     # (shared with the output tensor, its views and detached aliases) when the output is saved,
-    # else None; out_saved_version: its value then, set only when the output is saved (one store
-    # less per recorded op: op_overhead fwd).
+    # else None; out_saved_version: its value then, set only when the output is saved.
     # __slots__: one Node per recorded op, so no per-instance dict (op_overhead fwd).
     __slots__ = ("prim", "parents", "needs_grad", "saved", "versions", "attrs", "scope",
                  "in_shapes", "in_dtypes", "out_data", "out_version", "out_saved_version",

@@ -10,6 +10,7 @@ import sys
 import numpy
 
 from .numpy_backend import NumpyBackend
+from . import cuda_runtime
 
 # dtypes are numpy dtype objects; CuPy uses the same ones.
 float16 = numpy.dtype("float16")
@@ -95,11 +96,7 @@ def backend_of_array(array):
 
 def cuda_is_available():
     """True when CuPy imports and sees at least one GPU."""
-    try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - any failure to load CUDA means "not available"
-        return False
+    return cuda_runtime.device_count() > 0
 
 
 def set_default_device(device):

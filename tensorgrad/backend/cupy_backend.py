@@ -1,4 +1,6 @@
 """The GPU backend: CuPy arrays on one CUDA device, imported only when a cuda tensor is made."""
+import contextlib
+
 import cupy
 import cupyx
 import cupyx.scipy.special
@@ -10,7 +12,11 @@ class CupyBackend:
     xp = cupy
 
     def __init__(self, index=0):
-        count = cupy.cuda.runtime.getDeviceCount()
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except cupy.cuda.runtime.CUDARuntimeError as exc:  # CuPy installed, no GPU or driver
+            raise RuntimeError(f"device cuda:{index} needs CuPy and an NVIDIA GPU ({exc}); use "
+                               "device='cpu'") from None
         if index >= count:
             raise RuntimeError(f"device cuda:{index} requested but only {count} GPU(s) are visible")
         self.index = index
@@ -43,6 +49,10 @@ class CupyBackend:
     def erf(self, x):
         return cupyx.scipy.special.erf(x).astype(x.dtype, copy=False)
 
+    def errstate(self, **kwargs):
+        """NumPy's errstate, which CuPy lacks: GPU kernels raise no floating-point warnings."""
+        return contextlib.nullcontext()
+
     def random_normal(self, shape, dtype, rng=None):
         rng = self.rng if rng is None else rng
         with cupy.cuda.Device(self.index):
@@ -55,7 +65,9 @@ class CupyBackend:
         with cupy.cuda.Device(self.index):
             if dtype in (numpy.float32, numpy.float64):
                 return rng.random(shape, dtype=dtype)
-            return rng.random(shape).astype(dtype)
+            # Rounded to a short mantissa a draw near 1 becomes 1.0; a grid of k / 2**bits cannot.
+            steps = 2.0 ** (numpy.finfo(dtype).nmant + 1)
+            return (cupy.floor(rng.random(shape) * steps) / steps).astype(dtype)
 
     def random_integers(self, low, high, shape, dtype, rng=None):
         rng = self.rng if rng is None else rng

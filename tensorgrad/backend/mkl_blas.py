@@ -1,10 +1,10 @@
 """Intel MKL's GEMM under the CPU backend's matmul, called through ctypes.
 
 Why: the GEMM-bound benchmark rows (gpt_step, mlp_step) are bound by the BLAS library, and
-NumPy's wheel ships OpenBLAS while PyTorch's CPU wheel uses MKL. gpt_step's own products take
-98-99 ms per step on MKL against 106-114 on OpenBLAS and 92-97 on torch's, one thread
-(benchmarks/blas_shapes.py). The `mkl` wheel (pip install tensorgrad[mkl]) brings libmkl_rt;
-NumPy stays as it is, and only float32/float64 matrix products are sent here.
+NumPy's wheel ships OpenBLAS while PyTorch's CPU wheel uses MKL, which is faster at gpt_step's
+products (benchmarks/blas_shapes.py; the figures are in benchmarks/README.md). The `mkl` wheel
+(pip install tensorgrad[mkl]) brings libmkl_rt; NumPy stays as it is, and only float32/float64
+matrix products are sent here.
 
 `matmul(a, b)` is the product of two arrays, or None when it cannot take them; the backend then
 runs NumPy's matmul, unchanged. It takes operands whose matrices (last two dims) are row- or
@@ -34,9 +34,8 @@ _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 _THREADING_SEQUENTIAL, _THREADING_GNU = 1, 3
 _INTERFACE_LP64 = 0
 _INT_MAX = 2**31 - 1  # MKL_INT is a C int in the LP64 interface we ask for
-# Products with fewer multiply-adds stay on NumPy: the ctypes call and its checks cost about
-# 10 us, more than MKL saves below this size (one thread: 16 x 128 @ 128 x 384 ties, 32 rows
-# wins 1.1-1.2x; decoding's one-row products are 3x faster through NumPy).
+# Products with fewer multiply-adds stay on NumPy: below it the ctypes call and its checks cost
+# more than MKL saves (generate, gpt_step; the figures are in benchmarks/README.md).
 MIN_WORK = 2**20
 
 _local = threading.local()  # .threads: what this thread last asked of MKL (its count is per thread)
@@ -132,10 +131,8 @@ def library():
         if _lib is not None:
             # MKL's count is set here, as a number: left to itself, under GNU OpenMP, it follows
             # the calling thread's OpenMP setting, which Numba's OpenMP layer raises to every
-            # CPU when it starts (two MKL threads at OMP_NUM_THREADS=1). set_num_threads, if
-            # called before MKL loaded, gives the count (else two threads after
-            # set_num_threads(1), and 30x slower attention on a busy machine), then
-            # MKL_NUM_THREADS, then get_num_threads (OMP_NUM_THREADS, else every CPU).
+            # CPU when it starts. set_num_threads, if called before MKL loaded, gives the count,
+            # then MKL_NUM_THREADS, then get_num_threads (OMP_NUM_THREADS, else every CPU).
             _lib.MKL_Set_Num_Threads(threads.chosen_num_threads() or _environment_count()
                                      or threads.get_num_threads())
             threads.libraries_changed()
@@ -271,7 +268,7 @@ def matmul(a, b):
     if stride_a is None or stride_b is None:
         # Batch dims that do not fold into one stride (heads sliced out of a (B, T, 3H, D)
         # projection and transposed, or mixed broadcasting): the grouped call, given every
-        # matrix's address (benchmarks/: gpt_step, 1 ms a layer of copies and NumPy's loop)
+        # matrix's address, not copies and NumPy's loop (gpt_step)
         one = numpy.ones(1, numpy.intc)
         int_args = [one * v for v in (trans_a, trans_b, m, n, k, lda, ldb, n)]
         alpha, beta = numpy.ones(1, dtype), numpy.zeros(1, dtype)
@@ -309,7 +306,7 @@ def _addresses(x, batch):
 @functools.lru_cache(maxsize=64)
 def _offsets(batch, shape, strides):
     """The matrices' byte offsets from the first, for _addresses. Cached: a training step asks
-    for the same few layouts every time (gpt_step: 72 grouped products, 15 us each to build)."""
+    for the same few layouts every time (gpt_step)."""
     pad = len(batch) - len(shape)
     offsets = numpy.zeros(batch, numpy.int64)  # signed: a stride may be negative
     for axis, (size, stride) in enumerate(zip(shape, strides), pad):

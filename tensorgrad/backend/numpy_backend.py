@@ -21,7 +21,7 @@ def tune_malloc():
 
     A training step allocates and frees the same few-MB arrays every time. By default glibc
     serves each from a fresh mmap and unmaps it on free, so every step pays page faults to zero
-    new memory (benchmarks/: mlp_step 5.6 -> 4.0 ms, gpt_step ~180 -> ~155 ms). PyTorch's CPU
+    new memory (mlp_step, gpt_step). PyTorch's CPU
     allocator avoids the same cost by caching. Raising the mmap and trim thresholds keeps those
     arrays in the heap. Linux with glibc only; skipped when TENSORGRAD_MALLOC_TUNING=0 or when
     the user set glibc's own MALLOC_MMAP_THRESHOLD_. Returns whether it applied.
@@ -45,17 +45,13 @@ def _row_major(a):
     return a
 
 
-# The row counts (inclusive) for which `matmul` turns a float32 x @ W.T round. Measured on one
-# core with OpenBLAS 0.3.31: from 4 rows the turned product wins, by 64 rows the plain one is as
-# fast again; in float64 (dgemm) it does not pay. With MKL (mkl_blas.py) the turn pays from 8
-# to 48 rows (1.2-2x with weights of 2-8 MB, even at GPT-mini's 128 x 384) and loses at 4.
+# The row counts (inclusive) for which `matmul` turns a float32 x @ W.T round, with OpenBLAS and
+# with MKL (generate; the measurements are in benchmarks/README.md). In float64 it does not pay.
 _FEW_ROWS = (4, 48)
 _FEW_ROWS_MKL = 8
 # Turned round, up to this many rows times a weight at least twice as wide as it is deep and
 # at most this deep (in-features), x^T is laid out row-major first: OpenBLAS's kernel for that
-# layout is 1.3-2.4x faster there (generate B=8: 128 -> 384 20.4 -> 15.1 us, 128 -> 512
-# 25.9 -> 17.8, 256 -> 768 at 4 rows 62 -> 26; interleaved, one thread) and slower elsewhere
-# (512 -> 128 14 -> 19 us, and at 16 rows).
+# layout is faster there and slower elsewhere (generate).
 _ROW_MAJOR_X_T = (8, 256)
 _FLOAT32 = numpy.dtype("float32")
 
@@ -73,8 +69,7 @@ def _turns_round(a, b):
 
 def _one_gemm(a, b):
     """a @ b for 2-D operands: MKL's GEMM where it takes them, else NumPy's. Products under
-    MKL's size threshold skip its checks (generate: 17 of a decoded token's 25 products, ~2 us
-    each on top of numpy.matmul's 3-6)."""
+    MKL's size threshold skip its checks (generate: most of a decoded token's products)."""
     if a.shape[0] * a.shape[1] * b.shape[1] >= mkl_blas.MIN_WORK:
         out = mkl_blas.matmul(a, b)
         if out is not None:
@@ -150,9 +145,9 @@ class NumpyBackend:
 
         A stack of rows times one matrix (a Linear layer on (B, T, C)) becomes a single 2-D GEMM;
         stacked matrices that are not row-major (a transposed view such as k^T) get copied,
-        since NumPy's batched loop skips BLAS for them (3-20x slower at transformer sizes).
+        since NumPy's batched loop skips BLAS for them (gpt_step).
         With MKL installed (tensorgrad[mkl]) float products of some size run on its GEMM instead
-        (mkl_blas.py: gpt_step's products 1.08-1.16x faster than on NumPy's OpenBLAS), with
+        (mkl_blas.py), with
         transposed and batched operands as they are; what it does not take comes here.
         """
         if a.ndim == 2 and b.ndim == 2:
@@ -160,8 +155,7 @@ class NumpyBackend:
             if rows >= _FEW_ROWS[0] and _turns_round(a, b):
                 # A few rows times a transposed weight (a Linear layer while decoding a batch):
                 # both BLAS libraries are slower at it than at the same product turned round,
-                # (b^T a^T)^T, with b^T's many rows leading (batch-8 decoding on OpenBLAS,
-                # 8 x 128 @ (384 x 128)^T: 48 -> 23 us, one thread). The copy makes the (rows, n)
+                # (b^T a^T)^T, with b^T's many rows leading (generate). The copy makes the (rows, n)
                 # result row-major again; it is small.
                 a_t = a.T
                 if rows <= _ROW_MAJOR_X_T[0] and a.shape[1] <= _ROW_MAJOR_X_T[1] \
@@ -215,9 +209,11 @@ class NumpyBackend:
 
     def random_uniform(self, shape, dtype, rng=None):
         rng = self.rng if rng is None else rng
-        if dtype.kind == "f" and dtype.itemsize >= 4:
+        if dtype in (numpy.float32, numpy.float64):
             return rng.random(shape, dtype=dtype)
-        return rng.random(shape).astype(dtype)
+        # Rounded to a short mantissa a draw near 1 becomes 1.0; a grid of k / 2**bits cannot.
+        steps = 2.0 ** (numpy.finfo(dtype).nmant + 1)
+        return (numpy.floor(rng.random(shape) * steps) / steps).astype(dtype)
 
     def random_integers(self, low, high, shape, dtype, rng=None):
         rng = self.rng if rng is None else rng

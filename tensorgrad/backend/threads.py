@@ -12,9 +12,8 @@ block at a time, products of 256 x 64 x 512 that a second BLAS thread speeds up 
 that loop runs its independent matrices (batch x heads) on a pool of threads instead, each with
 a single-threaded BLAS and single-threaded kernels (in_pool). A matrix's compiled block loop
 (backend/kernels/tiled_attention.py) runs without Python's lock from start to end, so the
-threads run side by side (benchmarks/: attention T=4096 at --threads 2, 1.8-1.9x faster than
-one thread; with the loop in Python, whose array calls release the lock only while they run,
-1.3-1.6x).
+threads run side by side, where the loop in Python releases the lock only inside its array
+calls (attention T=4096 at --threads 2).
 
 The count starts from OMP_NUM_THREADS, as PyTorch's does, else the CPUs this process may run on.
 `set_num_threads(n)` sets it and the BLAS libraries' (through threadpoolctl, which finds
@@ -90,8 +89,7 @@ def openblas_on_one_thread():
     """Keep NumPy's OpenBLAS on one thread from now on: once MKL takes the float products
     (mkl_blas), OpenBLAS gets only those under mkl_blas.MIN_WORK, which a second thread does not
     speed up, while its worker spins between calls on the core that the threaded kernels and
-    MKL's OpenMP threads need (gpt_step at two threads: 240-248 ms a step with it spinning,
-    100-109 without; benchmarks/README.md, "Two threads")."""
+    MKL's OpenMP threads need (gpt_step at two threads; benchmarks/README.md, "Two threads")."""
     global _openblas_single
     with _lock:
         _openblas_single = True
@@ -106,7 +104,7 @@ def chosen_num_threads():
 
 def _blas():
     """threadpoolctl's controller over the BLAS libraries in the process (finding them walks the
-    loaded libraries: 1.5 ms, so it is kept until libraries_changed())."""
+    loaded libraries, so it is kept until libraries_changed())."""
     global _controller
     if _controller is None:
         from threadpoolctl import ThreadpoolController

@@ -27,9 +27,8 @@ def _sigmoid(xp, x):
     # 1 / (1 + exp(-x)) is exact to rounding in both tails (the tanh form 0.5 tanh(x/2) + 0.5
     # rounds sigmoid(-50) = 2e-22 to 0, and silu's gradient with it). The exponent is capped
     # just below log(max float), so exp never overflows (and warns): below x = -87 in float32
-    # the result is 1e-38 instead of 0 (float16, whose cap would be 10, runs in float32). In-place
-    # passes over one buffer: 1.2-1.7x the tanh form's time on 4M float32 (a select between two
-    # forms was 3-6x).
+    # the result is 1e-38 instead of 0 (float16, whose cap would be 10, runs in float32).
+    # In-place passes over one buffer, where a select between two forms makes two (mlp_step).
     if x.dtype.itemsize < 4:
         return _sigmoid.forward(xp, x.astype(xp.float32)).astype(x.dtype)
     e = xp.empty_like(x)  # an array even for 0-d x, so the passes below work in place

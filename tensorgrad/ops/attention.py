@@ -32,10 +32,9 @@ from .softmax import softmax
 # Queries and keys per block of scores. Once both lengths exceed one TILE, the tiled path runs:
 # its memory grows linearly with T, and working in cache-sized blocks (skipping those above a
 # causal diagonal) it is also faster than the whole matrix (benchmarks/attention.py). A block is
-# TILE queries by up to KEY_TILE keys (512 KiB of float32 scores: in a core's L2). Block shapes
-# from 256 x 256 to 512 x 1024 came within 5% of each other at T = 1024 to 4096, forward +
-# backward (benchmarks/attention.py); this one was never the slowest. The whole matrix stays
-# for short inputs (decoding: Tq = 1) and dropout, whose keep-mask is whole anyway.
+# TILE queries by up to KEY_TILE keys (512 KiB of float32 scores: in a core's L2; the block
+# shapes compared are in benchmarks/README.md). The whole matrix stays for short inputs
+# (decoding: Tq = 1) and dropout, whose keep-mask is whole anyway.
 TILE = 256
 KEY_TILE = 512
 
@@ -388,8 +387,7 @@ def _tiled_vjp(xp, q, k, v, bias, mask, causal, scale, g, out, lse, needs):
 
 def _row_dots(xp, g, out):
     """rowsum(dO * O) over the last dim, (..., r, 1): FlashAttention's delta. One einsum reads
-    both once, where the product and its sum made a temporary and a short-axis sum (gpt_step:
-    0.4 -> 0.13 ms a layer)."""
+    both once, where the product and its sum make a temporary and a short-axis sum (gpt_step)."""
     return xp.einsum("...ij,...ij->...i", g, out)[..., None]
 
 

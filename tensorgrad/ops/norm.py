@@ -72,8 +72,7 @@ def _layer_norm_vjp(ctx, g):
 
 def _norm_dims(x, normalized_shape, weight, bias, op):
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    # The arrays' shapes read directly, with no loop over (name, parameter) pairs: every norm of
-    # every decoded token comes here (generate: 9 calls per token, 1.2-1.8 -> 0.8-1.0 us each)
+    # shapes read directly, no loop over (name, parameter) pairs: every token's norms (generate)
     data = x.data
     ndim = data.ndim
     if data.shape[ndim - len(shape):] != shape:

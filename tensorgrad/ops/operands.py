@@ -42,8 +42,7 @@ def as_operand(value, like):
 def _scalar_constant(value, like):
     """The cached 0-d tensor for a Python scalar next to `like`."""
     backend, like_dtype = like._backend, like.data.dtype
-    # 0.0 and -0.0 are equal keys, so zeros also key on their spelling (not for other values:
-    # one str() less per op, op_overhead fwd)
+    # 0.0 and -0.0 are equal keys, so zeros alone also key on their spelling (op_overhead fwd)
     key = ((value, type(value), like_dtype, backend) if value else
            (value, type(value), like_dtype, backend, str(value)))
     constant = _constants.get(key)

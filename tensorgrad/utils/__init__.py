@@ -1,2 +1,3 @@
-"""tensorgrad.utils: helpers around the core, as torch.utils (today: `data`, loading batches)."""
-from . import data  # noqa: F401
+"""tensorgrad.utils: helpers around the core, as torch.utils: `data` (loading batches) and
+`checkpoint` (activation recomputation)."""
+from . import checkpoint, data  # noqa: F401

@@ -16,10 +16,12 @@ and drawing it afterwards raises. The graphviz package is imported only when dra
 """
 from ..tensor import Tensor
 from .dot import graph_title, render, to_dot
+from .explore import explore
+from .graph_json import SCHEMA, to_json
 from .scopes import Levels, collapse
 from .walk import check_expand, names_of, walk_graph
 
-__all__ = ["draw", "draw_backward", "render"]
+__all__ = ["draw", "draw_backward", "render", "explore", "to_json", "SCHEMA"]
 
 
 def draw(output, params=None, *, depth=None, expand=None, backward=False, show_values=False,

@@ -18,6 +18,7 @@ _NO_DOT = ("rendering needs Graphviz's `dot` program, which was not found on PAT
 _STYLE = {  # fill colours: ops, tensors that require grad, constants, collapsed modules, NaN/Inf
     "op": dict(shape="box", style="rounded,filled", fillcolor="#dce8f8", color="#4a6fa5"),
     "param": dict(shape="box", style="filled", fillcolor="#d6f0cc", color="#3c8d2f"),
+    "input": dict(shape="box", style="filled", fillcolor="#d6f0cc", color="#3c8d2f"),
     "const": dict(shape="box", style="filled,dashed", fillcolor="#eeeeee", color="#888888"),
     "module": dict(shape="box3d", style="filled", fillcolor="#fde8c8", color="#b7791f"),
     "bad": dict(fillcolor="#ff8a8a", color="#c00000", penwidth="2"),
@@ -49,13 +50,15 @@ def graph_title(items, backward, saved_total):
     ops = sum(item.ops for item in items.values())
     numel = sum(item.numel for item in items.values())
     kind = "backward graph" if backward else "graph"
-    text = f"{kind}: {ops} ops, {count(numel)} parameters"
+    text = f"{kind}: {ops} ops" + (f", {numel:,} parameters" if numel else "")
     if saved_total is not None:
         text += f", {size_in_bytes(saved_total)} saved for backward"
     return text
 
 
-def to_dot(items, edges, levels, classes, title, rankdir, show):
+def to_dot(items, edges, levels, classes, title, rankdir, show, ids=None):
+    """ids: key -> a stable name for each node, written as the SVG elements' ids (the explorer
+    finds nodes, edges `a>b` and clusters `c-path` by them); None numbers the nodes."""
     font = "Helvetica"
     graph = _graph_class()(
         "tensorgrad",
@@ -63,7 +66,8 @@ def to_dot(items, edges, levels, classes, title, rankdir, show):
                         nodesep="0.25", ranksep="0.35", newrank="true"),
         node_attr=dict(fontname=font, fontsize="11", margin="0.1,0.04", height="0.3"),
         edge_attr=dict(color="#555555", arrowsize="0.6"))
-    ids = {key: f"n{i}" for i, key in enumerate(items)}
+    named = ids is not None
+    ids = ids or {key: f"n{i}" for i, key in enumerate(items)}
     members, children = {}, {}
     for key in reversed(list(items)):  # forward order: inputs first
         path = levels(items[key].scope)
@@ -78,19 +82,27 @@ def to_dot(items, edges, levels, classes, title, rankdir, show):
             style = dict(_STYLE[item.kind], **(_STYLE["bad"] if item.bad else {}))
             if item.root:
                 style["penwidth"] = "2.5"
-            sub.node(ids[key], _label(item, classes, show), **style)
+            if item.kind == "module":  # dot keeps clusters apart, a lone node not
+                with sub.subgraph(name=f"cluster_{next(counter)}") as box:
+                    box.attr(label="", peripheries="0", margin="16")
+                    box.node(ids[key], _label(item, classes, show), **style,
+                             **({"id": ids[key]} if named else {}))
+            else:
+                sub.node(ids[key], _label(item, classes, show), **style,
+                         **({"id": ids[key]} if named else {}))
         for child in sorted(children.get(path, ()), key=natural_order):
             with sub.subgraph(name=f"cluster_{next(counter)}") as cluster:
                 name = html.escape(child)
                 if child in classes:
                     name += f' <font color="#666666">({html.escape(classes[child])})</font>'
                 cluster.attr(label=f"<{name}>", style="rounded", color="#999999",
-                             fontname=font, fontsize="12", labeljust="l")
+                             fontname=font, fontsize="12", labeljust="l",
+                             **({"id": f"c-{child}"} if named else {}))
                 emit(cluster, child)
 
     emit(graph, "")
     for a, b in edges:
-        graph.edge(ids[a], ids[b])
+        graph.edge(ids[a], ids[b], **({"id": f"{ids[a]}>{ids[b]}"} if named else {}))
     return graph
 
 

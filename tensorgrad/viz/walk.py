@@ -18,11 +18,12 @@ class Item:
     """One box of the picture: an op, a leaf or constant tensor, or a collapsed module."""
 
     __slots__ = ("kind", "scope", "title", "shape", "dtype", "value", "grad", "nbytes", "steps",
-                 "ops", "numel", "bad", "root")
+                 "ops", "numel", "bad", "root", "device", "inputs")
 
-    def __init__(self, kind, scope, title, shape=None, dtype=None, value=None):
+    def __init__(self, kind, scope, title, shape=None, dtype=None, value=None, device=None):
         self.kind, self.scope, self.title = kind, scope, title
         self.shape, self.dtype, self.value, self.grad = shape, dtype, value, None
+        self.device, self.inputs = device, []  # inputs: (key or None, shape, dtype) of an op
         self.nbytes, self.steps, self.ops, self.numel = 0, [], 0, 0
         self.bad, self.root = nonfinite(value), False
 
@@ -62,7 +63,7 @@ def walk_graph(output, names, levels, backward, show_values, show_grad):
         shape, dtype, value = outs.pop(id(node))
         if value is None and node.out_data is not None:
             value = Tensor._constant(node.out_data, node.backend)
-        item = Item("op", node.scope, node.prim.name, shape, dtype, value)
+        item = Item("op", node.scope, node.prim.name, shape, dtype, value, node.backend.device)
         item.steps, item.ops, item.root = [step], 1, node is root
         item.nbytes = _saved_bytes(node, held)
         items[("op", id(node))] = item
@@ -72,6 +73,7 @@ def walk_graph(output, names, levels, backward, show_values, show_grad):
                                                        node.in_dtypes)):
             if shape is None:  # an optional input left out (a layer_norm without bias)
                 continue
+            item.inputs.append((None, shape, dtype))  # the key is filled in once it is known
             kept = saved.get(i)
             if type(parent) is Node:
                 key = ("op", id(parent))
@@ -90,7 +92,9 @@ def walk_graph(output, names, levels, backward, show_values, show_grad):
                 key = ("const", id(kept)) if kept is not None else ("const", id(node), i)
                 if key not in items:
                     title = names.get(id(kept), "constant")
-                    items[key] = Item("const", None, title, shape, dtype, kept)
+                    items[key] = Item("const", None, title, shape, dtype, kept,
+                                      node.backend.device)
+            item.inputs[-1] = (key, shape, dtype)
             if key[0] != "op":
                 items[key].scope = levels.common(items[key].scope, node.scope)
             edges.append((("op", id(node)), key) if backward else (key, ("op", id(node))))
@@ -104,9 +108,11 @@ def walk_graph(output, names, levels, backward, show_values, show_grad):
 
 
 def _leaf_item(tensor, names, scope):
-    kind = "param" if tensor.requires_grad else "const"
-    name = names.get(id(tensor), "tensor" if kind == "param" else "constant")
-    item = Item(kind, scope, name, tensor.shape, tensor.dtype, tensor)
+    """A named tensor that requires grad is a parameter; an unnamed one is an input."""
+    name = names.get(id(tensor))
+    kind = ("param" if name is not None else "input") if tensor.requires_grad else "const"
+    title = name or ("input" if kind == "input" else "constant")
+    item = Item(kind, scope, title, tensor.shape, tensor.dtype, tensor, tensor._backend.device)
     item.numel = tensor.numel() if kind == "param" else 0
     return item
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import tensorgrad as tg
-from tensorgrad.models import bert_data, data
+from tensorgrad.datasets import text as data
+from tensorgrad.models import bert_data
 from tensorgrad.models.bert_data import MLMCollator, collate_pairs, next_sentence_pairs
 from tensorgrad.models.tokenizer import WordPieceTokenizer, load_tokenizer
 

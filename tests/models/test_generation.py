@@ -5,9 +5,8 @@ import pytest
 
 import tensorgrad as tg
 from tensorgrad.models import GPT, GPTConfig, generate
-from tensorgrad.models.generation import (
-    next_token, pad_prompts, positions_from_mask, sample, top_k_filter, top_p_filter,
-)
+from tensorgrad.models.decoding import next_token, sample, top_k_filter, top_p_filter
+from tensorgrad.models.generation import pad_prompts, positions_from_mask
 
 
 @pytest.fixture
@@ -110,15 +109,15 @@ def test_left_padded_batch_matches_each_prompt_alone(model, use_cache):
         assert row[-8:] == alone.tolist()[0][-8:]
 
 
-def test_stop_tokens_end_rows_and_generation(model):
+def test_eos_tokens_end_rows_and_generation(model):
     prompt = tg.tensor([[1, 2, 3], [4, 5, 6]])
     free = generate(model, prompt, 6, temperature=0).tolist()
     stop = free[0][3]  # row 0's first new token
-    out = generate(model, prompt, 6, temperature=0, stop_tokens=[stop], pad_token_id=63).tolist()
+    out = generate(model, prompt, 6, temperature=0, eos_token_id=stop, pad_token_id=63).tolist()
     assert out[0][3] == stop and set(out[0][4:]) <= {63}
     if stop not in free[1][3:]:
         assert out[1] == free[1]
-    both = generate(model, prompt[:1], 6, temperature=0, stop_tokens=[stop])
+    both = generate(model, prompt[:1], 6, temperature=0, eos_token_id=[stop])
     assert both.shape == (1, 4)  # every row stopped: generation ends early
 
 
@@ -155,20 +154,80 @@ def gpt_pair(tmp_path_factory):
 
 
 @pytest.mark.parametrize("options", [
+    dict(), dict(no_repeat_ngram_size=2), dict(repetition_penalty=2.0),
+    dict(repetition_penalty=1.5, no_repeat_ngram_size=3), dict(eos_token_id=[7, 11]),
     dict(num_beams=3), dict(num_beams=4, num_return_sequences=2, length_penalty=0.5),
     dict(num_beams=3, no_repeat_ngram_size=2, early_stopping=True),
+    dict(num_beams=3, repetition_penalty=1.4),
+    dict(num_beams=2, repetition_penalty=0.8, no_repeat_ngram_size=2),
 ])
-def test_beam_search_gives_transformers_tokens(gpt_pair, options):
+def test_gpt2_gives_transformers_tokens(gpt_pair, options):
+    """Greedy and beam search, with the n-gram and repetition rules, token for token."""
     import torch
     hf, ours = gpt_pair
     prompts = [[5, 17, 33], [21, 2, 40]]
+    options = dict(dict(eos_token_id=7, pad_token_id=7), **options)
     with torch.no_grad():
         expected = hf.generate(torch.tensor(prompts), max_new_tokens=10, do_sample=False,
-                               eos_token_id=7, pad_token_id=7, **options).tolist()
-    got = ours.generate(tg.tensor(prompts), 10, stop_tokens=[7], **options)
-    uncached = ours.generate(tg.tensor(prompts), 10, stop_tokens=[7], use_cache=False, **options)
+                               **options).tolist()
+    got = ours.generate(tg.tensor(prompts), 10, do_sample=False, **options)
+    uncached = ours.generate(tg.tensor(prompts), 10, do_sample=False, use_cache=False, **options)
+    eos = options["eos_token_id"]
+    eos = {eos} if isinstance(eos, int) else set(eos)
 
     def cut(rows):  # up to the first end of sequence after the prompt
-        return [r[:r.index(7, 3) + 1] if 7 in r[3:] else r for r in rows]
+        out = []
+        for r in rows:
+            ends = [i for i in range(3, len(r)) if r[i] in eos]
+            out.append(r[:ends[0] + 1] if ends else r)
+        return out
     assert cut(got.tolist()) == cut(expected)
     assert got.tolist() == uncached.tolist()
+
+
+# --- the arguments: nanoGPT's and transformers' ---------------------------------------------------
+def test_nanogpt_positional_call_samples_and_temperature_zero_is_greedy(model):
+    prompt = tg.tensor([[3, 1, 4]])
+    tg.manual_seed(5)
+    positional = model.generate(prompt, 6, 0.8, 3)  # (idx, max_new_tokens, temperature, top_k)
+    keyword = model.generate(prompt, 6, temperature=0.8, top_k=3, seed=5)
+    assert positional.tolist() == keyword.tolist()
+    greedy = model.generate(prompt, 6, temperature=0)
+    assert greedy.tolist() == model.generate(prompt, 6, do_sample=False).tolist()
+    assert greedy.tolist() == generate(model, prompt, 6).tolist()  # the function's default: greedy
+
+
+def test_no_repeat_ngram_size_holds_in_greedy_decoding(model):
+    prompt = tg.tensor([[40, 40, 3], [9, 8, 9]])
+    out = model.generate(prompt, 12, temperature=0, no_repeat_ngram_size=2).tolist()
+    for row in out:
+        bigrams = list(zip(row, row[1:]))
+        assert len(bigrams) == len(set(bigrams)), row
+
+
+def test_sampling_returns_several_sequences_per_prompt(model):
+    prompt = tg.tensor([[3, 1, 4], [1, 5, 9]])
+    a = model.generate(prompt, 5, num_return_sequences=3, seed=2)
+    assert a.shape == (6, 8)
+    assert a[:3, :3].tolist() == [[3, 1, 4]] * 3 and a[3:, :3].tolist() == [[1, 5, 9]] * 3
+    assert a.tolist() == model.generate(prompt, 5, num_return_sequences=3, seed=2).tolist()
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(do_sample=False, temperature=0.7), "temperature=0.7 only apply when sampling"),
+    (dict(temperature=0, top_k=5), "top_k=5 only apply when sampling"),
+    (dict(num_beams=3, temperature=0.5), "this is beam search"),
+    (dict(do_sample=True, temperature=0), "sampling needs a temperature > 0"),
+    (dict(do_sample=True, num_beams=2), "beam search does not sample"),
+    (dict(temperature=0, num_return_sequences=2), "greedy decoding returns one sequence"),
+    (dict(num_beams=2, num_return_sequences=3), "at most num_beams=2"),
+    (dict(decoder_start_token_id=0), "decoder_start_token_id is for encoder-decoder"),
+    (dict(temperature=0, repetition_penalty=0.0), "repetition_penalty must be a positive"),
+    (dict(num_beams=2, max_new_tokens=40), "within max_positions=32"),
+])
+def test_arguments_that_would_not_apply_are_errors(model, options, message):
+    options = dict(dict(max_new_tokens=3), **options)
+    with pytest.raises(ValueError, match=message):
+        model.generate(tg.tensor([[1, 2]]), **options)
+    with pytest.raises(TypeError):
+        model.generate(tg.tensor([[1, 2]]), 3, max_length=9)  # not an argument here

@@ -11,7 +11,7 @@ import pytest
 import tensorgrad as tg
 from tensorgrad import nn
 from tensorgrad.models import GPT, GPTConfig
-from tensorgrad.models.data import random_windows
+from tensorgrad.datasets.text import random_windows
 from tensorgrad.models.tokenizer import CharTokenizer
 
 

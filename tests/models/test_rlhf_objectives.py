@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tensorgrad as tg
-from tensorgrad.models.generation import sample as draw
+from tensorgrad.models.decoding import sample as draw
 from tensorgrad.models.rlhf import (
     AdaptiveKLController, FixedKLController, bradley_terry_loss, clipped_policy_loss,
     clipped_value_loss, dpo_loss, gae, kl_estimate, token_rewards,

@@ -1,12 +1,14 @@
 """Encoder-decoder generation: the same token ids as transformers' generate (greedy and beam
-search with length_penalty, early_stopping, no_repeat_ngram_size, num_return_sequences) on a
+search with length_penalty, early_stopping, no_repeat_ngram_size, repetition_penalty,
+num_return_sequences) on a
 small random T5; cached equals uncached; the n-gram ban; sampling; the 2017 model decodes."""
 import numpy as np
 import pytest
 
 import tensorgrad as tg
 from tensorgrad.models import Seq2SeqTransformer, TransformerConfig
-from tensorgrad.models.generation import banned_ngram_mask, beam_search
+from tensorgrad.models.beam_search import beam_search
+from tensorgrad.models.decoding import banned_ngram_mask
 from tensorgrad.models.t5 import T5ForConditionalGeneration
 
 EOS = 1
@@ -59,6 +61,9 @@ def _cut(rows):
     dict(num_beams=4, length_penalty=2.0, early_stopping=True),
     dict(num_beams=3, early_stopping="never", length_penalty=1.5),
     dict(num_beams=2, num_return_sequences=2, length_penalty=-0.5),
+    dict(repetition_penalty=2.0), dict(repetition_penalty=1.5, no_repeat_ngram_size=2),
+    dict(num_beams=3, repetition_penalty=1.3),
+    dict(num_beams=3, repetition_penalty=0.7, no_repeat_ngram_size=2),
 ])
 def test_same_tokens_as_transformers_generate(pair, options):
     import torch

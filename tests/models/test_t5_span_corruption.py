@@ -65,7 +65,7 @@ def test_seeded():
 
 @pytest.fixture(scope="module")
 def corpus():
-    from tensorgrad.models.data import python_stdlib_corpus
+    from tensorgrad.datasets.text import python_stdlib_corpus
     return python_stdlib_corpus(40_000).splitlines()
 
 

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 import tensorgrad as tg
-from tensorgrad.models.attention_maps import (
+from tensorgrad.viz.attention_maps import (
     attention_rollout, patch_filters, save_attention_grid, save_filter_grid, vit_attention_maps,
 )
-from tensorgrad.models.digits import RandomShift, load_digits
+from tensorgrad.datasets.digits import RandomShift, load_digits
 from tensorgrad.models.vit import ViTConfig, ViTForImageClassification
 
 sklearn = pytest.importorskip("sklearn")

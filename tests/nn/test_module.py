@@ -191,16 +191,16 @@ def test_a_model_moved_after_an_optimizer_step_keeps_training(make_optimizer, de
     net = nn.Linear(3, 1)
     opt = make_optimizer(net.parameters())
 
-    def step(dtype):
+    def step(where, dtype):
         opt.zero_grad()
-        loss = ((net(x.to(device, dtype)) - y.to(device, dtype)) ** 2).mean()
+        loss = ((net(x.to(where, dtype)) - y.to(where, dtype)) ** 2).mean()
         loss.backward()
         opt.step()
         return loss.item()
 
-    first = step(tg.float32)  # creates the state (momentum, exp_avg ...) in float32 on cpu
+    first = step("cpu", tg.float32)  # creates the state (momentum, exp_avg ...) float32 on cpu
     net.to(device, tg.float64)
-    losses = [step(tg.float64) for _ in range(40)]
+    losses = [step(device, tg.float64) for _ in range(40)]
     assert losses[-1] < 0.05 * first
     for p in net.parameters():
         assert p.dtype == tg.float64 and p.device == tg.device(device)

@@ -19,7 +19,8 @@ def composite(q, k, v, attn_mask=None, is_causal=False, scale=None):
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     s = (q @ k.mT) * scale
     if is_causal:
-        s = s.masked_fill(~tg.ones(s.shape[-2:], dtype=tg.bool).tril(), float("-inf"))
+        s = s.masked_fill(~tg.ones(s.shape[-2:], dtype=tg.bool, device=s.device).tril(),
+                          float("-inf"))
     if attn_mask is not None:
         s = s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == tg.bool \
             else s + attn_mask
@@ -195,7 +196,7 @@ def test_attention_weights_are_the_softmax(device):
     mask = tg.randn(3, 5, dtype=F64, device=device)
     w = tg.attention_weights(q, k, attn_mask=mask, is_causal=True, enable_gqa=True)
     s = (q @ k.mT) / 2.0 + mask
-    s = s.masked_fill(~tg.ones(3, 5, dtype=tg.bool).tril(), float("-inf"))
+    s = s.masked_fill(~tg.ones(3, 5, dtype=tg.bool, device=device).tril(), float("-inf"))
     np.testing.assert_allclose(np.asarray(w.detach()), np.asarray(s.softmax(-1).detach()),
                                atol=1e-12)
     assert w.shape == (2, 2, 3, 5)

@@ -9,7 +9,7 @@ import tensorgrad.nn.functional as TF
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
-from test_torch_parity import check  # noqa: E402  (tests/tensorgrad is on sys.path under pytest)
+from torch_parity import check  # noqa: E402  (tests/ is on sys.path under pytest)
 
 
 def rand(*shape, seed=0):

@@ -341,6 +341,9 @@ CASES = [
                                                        groups=2), (1, 2, 3, 2), (2, 2, 2, 2), (4,)),
     case("scaled_dot_product_attention", lambda q, k, v, b: tg.scaled_dot_product_attention(
         q, k, v, attn_mask=b, is_causal=True), (2, 3, 2), (2, 4, 2), (2, 4, 3), (3, 4)),
+    # activation recomputation (tensorgrad/utils/checkpoint.py): an argument and a closed-over leaf
+    case("checkpoint", lambda x, w: tg.utils.checkpoint.checkpoint(
+        lambda t: (t.tanh() * w).sum(-1), x, use_reentrant=False), (3, 4), (4,)),
 ]
 
 

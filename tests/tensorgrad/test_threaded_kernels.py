@@ -46,15 +46,25 @@ def two_threads(monkeypatch):
     tg.set_num_threads(before)
 
 
-def _both(call, monkeypatch):
-    """call()'s arrays with the loops split over two threads, then on one."""
+def _counting_splits(loops, monkeypatch):
+    """The set that each of `loops` (threaded kernels) adds its name to when its split twin runs."""
+    ran = set()
+    for loop in loops:
+        def parallel(*args, loop=loop, twin=loop.parallel):
+            ran.add(loop.__name__)
+            return twin(*args)
+        monkeypatch.setattr(loop, "parallel", parallel)
+    return ran
+
+
+def _both(call, monkeypatch, loops):
+    """call()'s arrays with the loops split over two threads, then on one; every one of `loops`
+    must have run split in the first call."""
+    ran = _counting_splits(loops, monkeypatch)
     split = [np.array(a) for a in call()]
+    assert ran == {loop.__name__ for loop in loops}, f"ran split: {sorted(ran)}"
     monkeypatch.setattr(jit, "_threads_here", lambda: 1)
     return split, [np.array(a) for a in call()]
-
-
-def _split_ran(kernel):
-    return len(kernel.parallel.signatures) > 0
 
 
 ELEMENTWISE = {
@@ -77,8 +87,7 @@ def test_elementwise_kernels_split_give_the_same_values(name, dtype, two_threads
     x[0, :3] = [np.nan, np.inf, -np.inf]
     g = rng.standard_normal(x.shape).astype(dtype)
     fn, loops = ELEMENTWISE[name]
-    split, plain = _both(lambda: fn(x, g), monkeypatch)
-    assert all(map(_split_ran, loops))
+    split, plain = _both(lambda: fn(x, g), monkeypatch, loops)
     for a, b in zip(split, plain):
         np.testing.assert_array_equal(a, b)  # each element computed alike: bit for bit
 
@@ -96,8 +105,8 @@ def test_norm_kernels_split_give_the_same_values(center, dtype, two_threads, mon
         return (y, mean, rstd) + kernels.norm_rows_backward(
             x, mean if center else None, rstd, w, g, (2,), center, True, center)[:2 + center]
 
-    split, plain = _both(call, monkeypatch)
-    assert _split_ran(norm._norm_loop) and _split_ran(norm._norm_backward_loop)
+    split, plain = _both(call, monkeypatch,
+                         [norm._norm_loop, norm._norm_backward_loop])
     for a, b in zip(split[:4], plain[:4]):  # y, the statistics and gx: row by row, alike
         np.testing.assert_array_equal(a, b)
     for a, b in zip(split[4:], plain[4:]):  # the weight's and bias's sums, added in parts
@@ -118,8 +127,8 @@ def test_optimizer_kernels_split_give_the_same_values(dtype, two_threads, monkey
         kernels.adam_step(param, grad, exp_avg, exp_avg_sq, 1e-2, (0.9, 0.99), 1e-8, 0.1, True, 3)
         return param, exp_avg, exp_avg_sq, kernels.add_scaled_(grad, exp_avg, -0.5)
 
-    split, plain = _both(call, monkeypatch)
-    assert _split_ran(optim._adam_loop) and _split_ran(optim._add_scaled_loop)
+    split, plain = _both(call, monkeypatch,
+                         [optim._adam_loop, optim._add_scaled_loop])
     for a, b in zip(split, plain):
         np.testing.assert_array_equal(a, b)
 
@@ -130,8 +139,8 @@ def test_linear_kernels_split_give_the_same_values(dtype, two_threads, monkeypat
     out = rng.standard_normal((53, 31)).astype(dtype)
     bias = rng.standard_normal(31).astype(dtype)
     split, plain = _both(lambda: (kernels.add_to_rows_(out.copy(), bias),
-                                  kernels.column_sums(out)), monkeypatch)
-    assert _split_ran(linalg._add_to_rows_loop) and _split_ran(linalg._column_sums_loop)
+                                  kernels.column_sums(out)), monkeypatch,
+                         [linalg._add_to_rows_loop, linalg._column_sums_loop])
     for a, b in zip(split, plain):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(split[1], out.sum(0), rtol=1e-5)
@@ -146,8 +155,8 @@ def test_cross_entropy_kernels_split_give_the_same_values(two_threads, monkeypat
         top, total = kernels.max_and_sum_exp(logits)
         return top, total, kernels.scaled_softmax(logits, top, total, scale)
 
-    split, plain = _both(call, monkeypatch)
-    assert _split_ran(loss._max_and_sum_loop) and _split_ran(loss._scaled_softmax_loop)
+    split, plain = _both(call, monkeypatch,
+                         [loss._max_and_sum_loop, loss._scaled_softmax_loop])
     for a, b in zip(split, plain):
         np.testing.assert_array_equal(a, b)
 
@@ -163,8 +172,8 @@ def test_softmax_kernels_split_give_the_same_values(causal, two_threads, monkeyp
         p = kernels.softmax_rows(s.copy(), causal, scale=0.5)
         return p, kernels.softmax_rows_backward(dp.copy(), p, delta, scale=0.5)
 
-    split, plain = _both(call, monkeypatch)
-    assert _split_ran(attention._softmax_loop) and _split_ran(attention._softmax_backward_loop)
+    split, plain = _both(call, monkeypatch,
+                         [attention._softmax_loop, attention._softmax_backward_loop])
     for a, b in zip(split, plain):
         np.testing.assert_array_equal(a, b)
 
@@ -180,9 +189,8 @@ def test_whole_attention_loops_split_give_the_same_values(shape, two_threads, mo
         out, p = kernels.whole_forward(q, k, v, True, 0.3)
         return (out, p) + kernels.whole_backward(q, k, v, g, out, p, 0.3, True, True, True)
 
-    split, plain = _both(call, monkeypatch)
-    assert (_split_ran(whole_attention._forward_loop)
-            and _split_ran(whole_attention._backward_loop))
+    split, plain = _both(call, monkeypatch,
+                         [whole_attention._forward_loop, whole_attention._backward_loop])
     for a, b in zip(split, plain):  # each matrix made alike, on whichever thread
         np.testing.assert_array_equal(a, b)
 
@@ -240,7 +248,7 @@ def test_starting_the_threads_leaves_torch_its_thread_count(threads):
     assert out == "1 1"
 
 
-def test_split_kernels_called_from_two_threads_at_once(two_threads):
+def test_split_kernels_called_from_two_threads_at_once(two_threads, monkeypatch):
     """Each calling thread leads its own OpenMP team (Numba's OpenMP layer is thread-safe, its
     default fallback layer is not: the kernels run only on OpenMP)."""
     import threading
@@ -249,6 +257,7 @@ def test_split_kernels_called_from_two_threads_at_once(two_threads):
     xs = [rng.standard_normal(1 << 16).astype(np.float32) for _ in range(2)]
     expected = [kernels.gelu_tanh(x)[0] for x in xs]
     errors = []
+    ran = _counting_splits([activation._gelu_tanh_loop], monkeypatch)
 
     def work(i):
         try:
@@ -263,7 +272,7 @@ def test_split_kernels_called_from_two_threads_at_once(two_threads):
     for w in workers:
         w.join()
     assert not errors
-    assert _split_ran(activation._gelu_tanh_loop)
+    assert ran == {activation._gelu_tanh_loop.__name__}
 
 
 @pytest.mark.parametrize("env", [{"TENSORGRAD_BLAS": "numpy"}, {"MKL_THREADING_LAYER": "INTEL"}])

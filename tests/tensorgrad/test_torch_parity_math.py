@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from test_torch_parity import FAST, check, seeds
+from torch_parity import FAST, check, seeds
 
 import tensorgrad as tg
 import tensorgrad.nn.functional as TF

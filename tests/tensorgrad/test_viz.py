@@ -33,6 +33,8 @@ class Drawing:
                 stack.append(None)
             elif line == "}" and stack:
                 stack.pop()
+            elif stack and stack[-1] is None and line.startswith('label=""'):
+                stack[-1] = ""  # the borderless cluster around one module box
             elif stack and stack[-1] is None and line.startswith("color="):
                 stack[-1] = _text(re.search(r"label=<(.*)> labeljust", line).group(1))
             elif re.match(r"n\d+ -> n\d+", line):
@@ -40,7 +42,7 @@ class Drawing:
             elif re.match(r"n\d+ \[", line):
                 node = line.split(" ", 1)[0]
                 self.labels[node] = _text(re.search(r"label=<(.*)> color=", line).group(1))
-                self.clusters[node] = list(stack)
+                self.clusters[node] = [c for c in stack if c]
                 self.styles[node] = line
 
     def titles(self):
@@ -110,6 +112,13 @@ def test_constants_are_drawn_from_recorded_shapes():
     assert "(3, 2) float32" in d.labels[d.find("constant")[0]]
     assert "dashed" in d.styles[d.find("x")[0]] and "dashed" not in d.styles[d.find("w")[0]]
     assert ("x", "matmul") in d.edge_titles()
+
+
+def test_unnamed_leaf_is_an_input_and_no_parameter():
+    x = tg.randn(3, requires_grad=True)
+    d = Drawing(viz.draw((x * x).sum()))
+    assert d.titles() == ["input", "mul", "sum"]
+    assert 'label="graph: 2 ops"' in d.graph.source  # 3 elements, but not a parameter
 
 
 def test_output_that_is_a_leaf():
@@ -369,7 +378,7 @@ class Stack(nn.Module):
 
 def test_transformer_block_grouped_and_collapsed():
     block = Block(8, 2)
-    x = tg.randn(2, 4, 8, requires_grad=True)  # unnamed: drawn as "tensor"
+    x = tg.randn(2, 4, 8, requires_grad=True)  # unnamed: drawn as "input"
     out = block(x).sum()
     d = Drawing(viz.draw(out, block))
     assert len(d.find("layer_norm")) == 2 and len(d.find("softmax")) == 1
@@ -383,9 +392,9 @@ def test_transformer_block_grouped_and_collapsed():
     top = Drawing(viz.draw(out, block, depth=1))
     attn, mlp, ln_1, ln_2 = ("attn (SelfAttention)", "mlp (Sequential)", "ln_1 (LayerNorm)",
                              "ln_2 (LayerNorm)")
-    assert top.titles() == sorted(["add", "add", attn, ln_1, ln_2, mlp, "sum", "tensor"])
+    assert top.titles() == sorted(["add", "add", attn, ln_1, ln_2, mlp, "sum", "input"])
     assert top.edge_titles() == sorted([
-        ("tensor", ln_1), ("tensor", "add"), (ln_1, attn), (attn, "add"), ("add", ln_2),
+        ("input", ln_1), ("input", "add"), (ln_1, attn), (attn, "add"), ("add", ln_2),
         ("add", "add"), (ln_2, mlp), (mlp, "add"), ("add", "sum")])
 
     opened = Drawing(viz.draw(out, block, depth=1, expand="attn"))
@@ -447,6 +456,39 @@ def test_render_real_svg(tmp_path):
     assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     assert graph._repr_mimebundle_(include=["image/svg+xml"])["image/svg+xml"].lstrip() \
         .startswith("<?xml")  # Jupyter shows it inline
+
+
+def _boxes(svg_text):
+    """title -> (x0, y0, x1, y1) of every node's and cluster's polygons, from the SVG."""
+    boxes = {}
+    for g in ET.fromstring(svg_text).iter(SVG + "g"):
+        if g.get("class") not in ("node", "cluster"):
+            continue
+        shapes = [e.get("points") or e.get("d") for e in g if e.tag in (SVG + "polygon",
+                                                                         SVG + "path")]
+        points = [tuple(map(float, p)) for shape in shapes
+                  for p in re.findall(r"(-?[\d.]+),(-?[\d.]+)", shape)]
+        if points:  # a borderless cluster draws nothing
+            xs, ys = [p[0] for p in points], [p[1] for p in points]
+            text = " ".join((t.text or "").strip() for t in g.iter(SVG + "text"))
+            boxes[text] = (min(xs), min(ys), max(xs), max(ys))
+    return boxes
+
+
+@needs_dot
+def test_collapsed_boxes_stand_clear_of_an_opened_cluster():
+    from tensorgrad.models import GPT, GPTConfig
+    config = GPTConfig.mini()
+    model = GPT(config)
+    ids = tg.randint(0, config.vocab_size, (2, 16))
+    _, loss = model(ids, ids)
+    graph = viz.draw(loss, model, depth=1, expand="blocks.1")  # examples/: gpt_block1.png
+    boxes = _boxes(graph.pipe(format="svg").decode())
+    opened = next(box for text, box in boxes.items() if text.startswith("blocks.1 (Decoder"))
+    for text, (x0, y0, x1, y1) in boxes.items():
+        if re.match(r"blocks\.[023] \(DecoderBlock\)", text):
+            gap = max(opened[0] - x1, x0 - opened[2], opened[1] - y1, y0 - opened[3])
+            assert gap >= 16, f"{text!r} at {(x0, y0, x1, y1)} touches blocks.1 at {opened}"
 
 
 def test_missing_dot_explains_how_to_install(monkeypatch, tmp_path):

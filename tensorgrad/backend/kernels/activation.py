@@ -13,9 +13,7 @@ _GELU_CUBIC = 0.044715
 
 
 # --- ReLU ------------------------------------------------------------------------------------
-# NumPy's maximum(x, 0) and its VJP's g * (x > 0) (a float times a bool array, through a casting
-# loop) take 21 and 29 us over (128, 512) float32, these loops 10 and 11; torch 10 and 14
-# (benchmarks/: mlp_step).
+# One loop each where NumPy's maximum(x, 0) and g * (x > 0) go through a casting loop (mlp_step).
 _ZERO = numpy.float32(0.0)  # a float32 zero keeps float32 loops in float32 (float64 widens it)
 
 
@@ -50,7 +48,7 @@ def relu_backward(x, g):
 # --- GELU, tanh form (GPT-2's) ----------------------------------------------------------------
 # gelu(x) = x gate / 2 with gate = 1 + tanh(u), u = c (x + 0.044715 x^3). Written as
 # gate = 2 / (1 + exp(-2u)) it takes one compiled exp (exp.py, vectorised), so the forward is one
-# loop where it was three around NumPy's tanh (gpt_step's (2048, 512): 1.23 -> 1.03 ms), and the
+# loop, not three around NumPy's tanh (gpt_step), and the
 # gate keeps its relative precision where it is near 0 (large negative x), where 1 + tanh
 # cancels. Computed in the array's own type, as the array code is.
 _ONE, _TWO, _HALF = numpy.float32(1.0), numpy.float32(2.0), numpy.float32(0.5)
@@ -93,14 +91,12 @@ def gelu_tanh_backward(x, gate, g):
 
 
 # --- GELU, exact (erf) form (BERT's, ViT's) ------------------------------------------------------
-# gelu(x) = x gate / 2 with gate = 1 + erf(x / sqrt 2). SciPy's erf costs ~35 ms per million
-# float32 values and a compiled math.erf ~15 (one libm call per element), a quarter of a ViT step
-# (benchmarks/: vit_step, bert_step). In float32 the gate comes from a rational function instead:
+# gelu(x) = x gate / 2 with gate = 1 + erf(x / sqrt 2). A libm erf per element is slow
+# (vit_step, bert_step), so in float32 the gate comes from a rational function that vectorises:
 # erf(z) ~ z P(z^2) / Q(z^2) on |z| < 3.92 (past it erf is 1 to float32 precision), fitted to
-# SciPy's erf by iterated linear least squares (max abs error 2.2e-8; the float32 gate stored
-# is within 8e-8, under the 1.2e-7 ulp of 1: tests/tensorgrad/test_kernels.py checks it);
-# with no exp it vectorises (2 ms per million values; torch 0.5). float64 keeps math.erf, exact
-# to double round-off (the gradient checks run in float64).
+# SciPy's erf by iterated linear least squares (max abs error 2.2e-8, under float32's ulp of 1:
+# tests/tensorgrad/test_kernels.py checks it). float64 keeps math.erf, exact to double
+# round-off (the gradient checks run in float64).
 _ERF_LIMIT = 3.92
 _ERF_P = (1.1283790552253103, 0.19115272084165716, 0.05285993334027934, 0.0038026478483671167,
           0.00028659408079468934, 2.0548745644868064e-06)
@@ -160,8 +156,7 @@ def gelu_erf(x):
 def gelu_erf_backward(x, gate, g):
     """GELU's (exact form) input gradient from the forward's gate and the output gradient g."""
     xs = flat(x)
-    gx = numpy.empty_like(xs)  # apart from the inputs: written in place over one, the loop
-    # does not vectorise (5x)
+    gx = numpy.empty_like(xs)  # apart from the inputs: in place over one, the loop won't vectorise
     _gelu_erf_backward_loop(xs, flat(gate), flat(g), gx, xs.dtype.type(0.5),
                             xs.dtype.type(_INV_SQRT_2PI))
     return gx.reshape(x.shape)

@@ -14,8 +14,7 @@ from .jit import flat, jit, rows_of, threaded
 # Over the (..., Tq, Tk) scores of the whole-matrix attention path, one row at a time while it is
 # in L1: its max (over the keys a causal query may see), exp of the shifted scores and their sum,
 # then the division; the hidden keys get 0. The array code (mask, max, subtract, exp, sum, scale)
-# makes six passes over memory; this makes one (gpt_step's (64, 128, 128) causal scores, one
-# thread: 1.2 ms a layer, where three passes with NumPy's exp between two loops took 2.2).
+# makes six passes over memory; this makes one (gpt_step).
 @threaded
 def _softmax_loop(s, queries, causal, lowest, scale):
     rows, cols = s.shape
@@ -48,7 +47,7 @@ def _softmax_row(row, stop, lowest, scale):
 def _row_max(row, stop):
     """max(row[:stop]) for stop >= 1. The compiler does not vectorise a running max, and one
     running max is a chain of dependent comparisons; here each step folds eight values as a tree
-    first (256 rows of 512: 145 us as one chain, 41 as four, 28 so: attention T=4096). A NaN
+    first (attention T=4096). A NaN
     may be skipped here, but the exp of the row passes it on."""
     top = row[0]
     whole = stop - stop % 8
@@ -73,7 +72,7 @@ def softmax_rows(scores, causal, masked=False, scale=1.0):
     probability 0. masked: a mask set removed scores to the dtype's lowest value, and a row
     with nothing else becomes 0 (ops/attention.py's rule for fully masked rows). A positive
     scale comes in with the exp, where a separate multiply would cost a pass and a NumPy call
-    (generate: 1.5 us of a decoding query's ~20)."""
+    (generate)."""
     queries, keys = scores.shape[-2:]
     rows = rows_of(scores, keys)
     if rows.size:
@@ -129,7 +128,7 @@ def _hide_future_loop(s, queries, offset, lowest):
 def hide_future_(scores, offset, lowest):
     """Under is_causal, set the scores (..., Tq, Tk) of keys after their query to `lowest`, in
     place; C-contiguous scores, whose query i is key i + offset. Building the comparison array
-    and copying through it takes 5x as long (attention T=4096)."""
+    and copying through it is slower (attention T=4096)."""
     _hide_future_loop(scores.reshape(-1, scores.shape[-1]), scores.shape[-2], offset, lowest)
     return scores
 

@@ -1,10 +1,10 @@
 """exp(x) for use inside compiled loops, in a form the compiler vectorises.
 
-A compiled loop that calls math.exp makes one libm call per value (about 4 ns each in float32),
-so the kernels used to leave exp to NumPy's vectorised ufunc: one more pass over memory between
-two compiled loops. `exp` below is plain arithmetic instead, which LLVM turns into SIMD code, so
-a kernel can take a row's max, exponentiate and sum it while the row is in L1 (benchmarks/:
-attention T=4096, gpt_step). float32 only; float64 (gradient checks) keeps math.exp, exact.
+A compiled loop that calls math.exp makes one libm call per value, and NumPy's vectorised exp
+would cost one more pass over memory between two compiled loops. `exp` below is plain
+arithmetic, which LLVM turns into SIMD code, so a kernel can take a row's max, exponentiate and
+sum it while the row is in L1 (attention, gpt_step). float32 only; float64 (gradient checks)
+keeps math.exp, exact.
 
 The float32 method is the classic one (Cody & Waite's range reduction, Cephes' expf polynomial):
 x = k ln2 + f with integer k and |f| <= ln2 / 2, so exp(x) = 2^k exp(f); exp(f) is a degree-7
@@ -15,8 +15,8 @@ returns 0 (NumPy would return a subnormal), above float32's range inf, and NaN s
 
 `exp_nonpositive` is the same exp for arguments <= 0: a softmax's x - max, the GELU gradient's
 -x^2/2. There 2^k needs no split (k <= 0) and nothing overflows, which leaves 23 of the 35
-vector instructions per eight values: 1.5x faster (a block of 256 x 512 scores: 80 -> 53 us;
-attention T=4096, the online softmax step and the VJP's rebuilt probabilities).
+vector instructions per eight values (attention T=4096: the online softmax step and the VJP's
+rebuilt probabilities).
 """
 import math
 

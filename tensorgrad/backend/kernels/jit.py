@@ -17,8 +17,7 @@ jit = numba.njit(**_OPTIONS)
 DTYPES = (numpy.dtype("float32"), numpy.dtype("float64"))
 
 # Below this many elements a threaded kernel runs on the calling thread alone: PyTorch's grain
-# (at::internal::GRAIN_SIZE). Starting the threads costs about 1 us while they are awake, so
-# the grain only keeps decoding's one-row calls from asking.
+# (at::internal::GRAIN_SIZE); it keeps decoding's one-row calls from waking the threads (generate).
 GRAIN = 32768
 
 
@@ -72,10 +71,8 @@ def _threads_here():
     telling Numba when the count has changed (set_num_threads)."""
     if (_forked or threads.in_pool() or not mkl_blas.threads_on_gnu_openmp()
             or not _on_openmp()):
-        # without MKL on GNU OpenMP the products run on other threads (NumPy's OpenBLAS, or
-        # Intel's OpenMP), which spin between calls: beside them, Numba's fought them for the
-        # cores (gpt_step at two threads with TENSORGRAD_BLAS=numpy, 354 ms a step against 116
-        # with the plain loops)
+        # without MKL on GNU OpenMP the products run on other threads that spin between calls,
+        # and Numba's would fight them for the cores (gpt_step at two threads)
         return 1
     count = min(threads.get_num_threads(), numba.config.NUMBA_NUM_THREADS)
     if getattr(_here, "threads", None) != count:

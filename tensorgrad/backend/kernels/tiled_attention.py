@@ -2,11 +2,10 @@
 compiled whole, for one (T, E) matrix with nothing masked but is_causal.
 
 Why: the array code makes 7 to 12 Python calls per block of scores, and each block product is a
-ctypes call into MKL of ~10 us (argument conversion, array addresses), all of it holding Python's
-lock. At T=4096 that is ~2,000 products per forward and backward: ~20 ms of one thread's time,
-and at two threads the pool's threads queue for the lock. Here the same loop runs compiled and
-without the lock: its products are the same MKL calls made from compiled code (0.2 us each),
-between the same online-softmax kernels (attention.py), so the results match the array code's
+ctypes call into MKL (argument conversion, array addresses), all of it holding Python's lock,
+so at two threads the pool's threads queue for the lock. Here the same loop runs compiled and
+without the lock: its products are the same MKL calls made from compiled code, between the
+same online-softmax kernels (attention.py), so the results match the array code's
 (tests/tensorgrad/test_attention_loops.py; benchmarks/: attention T=4096, 1 and 2 threads).
 
 Both take the BLAS's cblas_?gemm as a ctypes function (mkl_blas.gemm_function) and arrays the

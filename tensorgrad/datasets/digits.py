@@ -5,7 +5,7 @@ upsampled to 16x16 or 32x32 (bilinear), split into train and test with a seed (s
 every class keeps its share), and a random-shift augmentation for training.
 """
 import tensorgrad as tg
-import tensorgrad.nn.functional as F
+from tensorgrad.ops.resize import interpolate
 
 SIZES = (8, 16, 32)
 
@@ -36,7 +36,7 @@ def load_digits(size=8, test_size=0.25, seed=0, dtype=tg.float32, device=None):
 def _images(array, size, dtype, device):
     x = tg.tensor(array, dtype=dtype, device=device).unsqueeze(1)  # (N, 1, 8, 8)
     if size != 8:
-        x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
+        x = interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
     return x.clamp(0.0, 1.0)  # (N, 1, size, size)
 
 
@@ -61,7 +61,7 @@ class RandomShift:
         if m == 0:
             return images
         B, C, H, W = images.shape
-        padded = F.pad(images, (m, m, m, m), value=self.fill)  # (B, C, H + 2m, W + 2m)
+        padded = tg.pad(images, (m, m, m, m), value=self.fill)  # (B, C, H + 2m, W + 2m)
         padded = padded.permute(0, 2, 3, 1)  # (B, H + 2m, W + 2m, C)
         offsets = tg.randint(0, 2 * m + 1, (2, B), generator=self.generator,
                              device=images.device)  # top-left corner of each crop

@@ -2,7 +2,7 @@
 import pytest
 
 import tensorgrad as tg
-from tensorgrad.models.data import python_stdlib_corpus, random_windows
+from tensorgrad.datasets.text import python_stdlib_corpus, random_windows
 
 
 def test_stdlib_corpus_is_a_fixed_selection():
@@ -24,3 +24,14 @@ def test_random_windows_are_shifted_by_one():
     assert random_windows(ids, 5, 8)[0].tolist() == first
     with pytest.raises(ValueError, match="more than block_size=8"):
         random_windows(tg.arange(8), 2, 8)
+
+
+def test_the_models_names_are_the_same_modules():
+    from tensorgrad.datasets import digits, text
+    from tensorgrad.models.data import random_windows as old_windows
+    from tensorgrad.models.digits import load_digits as old_load
+
+    assert old_windows is text.random_windows and old_load is digits.load_digits
+    from tensorgrad.models.attention_maps import attention_rollout
+    from tensorgrad.viz import attention_maps
+    assert attention_rollout is attention_maps.attention_rollout

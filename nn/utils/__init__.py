@@ -1,6 +1,8 @@
-"""Training utilities (`tensorgrad.nn.utils`)."""
+"""Training utilities (`tensorgrad.nn.utils`); `rnn`: variable-length batches for the RNNs."""
 import tensorgrad as tg
 from tensorgrad import Tensor
+
+from . import rnn  # noqa: F401
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
