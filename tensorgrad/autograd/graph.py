@@ -5,6 +5,7 @@ records a Node that remembers the primitive, its parents and only the tensors it
 """
 import functools
 
+from ..errors import OpError
 from ..tensor import Tensor, new_tensor
 from .grad_mode import anomaly_threads, autocast_threads, check_finite, this_thread, where
 
@@ -152,7 +153,8 @@ def _library_error(name, exc, datas):
     message = str(exc)
     if "broadcast" in message:
         message = "the shapes cannot be broadcast together"
-    return type(exc)(f"{name}: {message}; got inputs {inputs}{where()}")
+    kind = OpError if type(exc) is ValueError else type(exc)  # PyTorch raises RuntimeError there
+    return kind(f"{name}: {message}; got inputs {inputs}{where()}")
 
 
 class Node:

@@ -60,11 +60,12 @@ def _pow(xp, a, b):
 
 @_pow.defvjp
 def _pow_vjp(ctx, g):
-    # PyTorch's conventions where the formulas meet 0 * inf: d/da a^0 = 0 everywhere (a^-1 is
-    # never formed: the exponent is swapped for 1 there, and b = 0 zeroes the product), and
-    # d/db a^b = a^b log a is taken as 0 where a == 0 and b >= 0 (the limit), -inf for b < 0.
+    # PyTorch's conventions where the formulas meet 0 * inf: d/da a^0 = 0 everywhere, infinite a
+    # included (a^-1 is never formed: the exponent is swapped for 1 there), and d/db a^b =
+    # a^b log a is taken as 0 where a == 0 and b >= 0 (the limit), -inf for b < 0.
     a, b = ctx.inputs
-    ga = g * b * a ** where(b == 0, 1.0, b - 1) if ctx.needs_grad[0] else None
+    ga = (where(b == 0, 0.0, g * b * a ** where(b == 0, 1.0, b - 1)) if ctx.needs_grad[0]
+          else None)
     if not ctx.needs_grad[1]:
         return ga, None
     limit = (a == 0) & (b >= 0)

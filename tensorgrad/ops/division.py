@@ -7,6 +7,7 @@ zero is PyTorch's error; float division by zero gives inf or nan.
 """
 from ..autograd import primitive
 from ..creation import zeros_like
+from ..errors import OpError
 from ..tensor import Tensor, tensor_method, tensor_operator
 from .operands import binary_operands
 from .unary import reciprocal
@@ -93,7 +94,7 @@ def div(input, other, rounding_mode=None):
     "trunc": the quotient rounded toward zero; "floor": rounded down (Python's //). Rounded
     quotients keep integer dtypes and have zero gradient."""
     if rounding_mode not in _ROUNDING_MODES:
-        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got "
+        raise OpError(f"div: rounding_mode must be None, 'trunc' or 'floor', got "
                          f"{rounding_mode!r}")
     if rounding_mode is not None:
         return _div_rounded(*_numeric_operands("div", input, other), rounding_mode=rounding_mode)

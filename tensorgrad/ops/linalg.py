@@ -1,5 +1,6 @@
 """Matrix products: matmul (batched, broadcast, 1-D cases) and einsum."""
 from ..autograd import is_grad_enabled, primitive
+from ..errors import OpError
 from ..tensor import Tensor, tensor_method
 from .operands import binary_operands
 
@@ -161,8 +162,10 @@ def _explicit(equation, shapes):
     lhs, arrow, rhs = equation.partition("->")
     specs = lhs.split(",")
     if len(specs) != len(shapes):
-        raise ValueError(f"einsum: equation {equation!r} names {len(specs)} operands, "
-                         f"got {len(shapes)}")
+        raise OpError(f"einsum: equation {equation!r} names {len(specs)} operands, "
+                      f"got {len(shapes)}")
+    if any(spec.count("...") > 1 for spec in specs):
+        raise OpError(f"einsum: equation {equation!r} has more than one '...' in an operand")
     used = set(c for c in equation if c.isalpha())
     spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in used]
     widest = max((len(shape) - len(spec.replace("...", "")) for spec, shape in zip(specs, shapes)
@@ -174,11 +177,8 @@ def _explicit(equation, shapes):
             n = len(shape) - len(spec.replace("...", ""))
             spec = spec.replace("...", ellipsis[widest - n:])
         if len(spec) != len(shape):
-            raise ValueError(f"einsum: operand spec {spec!r} has {len(spec)} letters but the "
-                             f"operand has shape {shape}")
-        if len(set(spec)) != len(spec):
-            raise NotImplementedError(f"einsum: repeated letters within one operand ({spec!r}, "
-                                      "a diagonal) are not supported")
+            raise OpError(f"einsum: operand spec {spec!r} has {len(spec)} letters but the "
+                          f"operand has shape {shape}")
         expanded.append(spec)
     if arrow:
         rhs = rhs.replace("...", ellipsis)
@@ -196,4 +196,27 @@ def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     equation = _explicit(equation, [t.shape for t in operands])
+    lhs, rhs = equation.split("->")
+    specs = lhs.split(",")
+    if any(len(set(spec)) != len(spec) for spec in specs):
+        pairs = [_diagonals(spec, t) for spec, t in zip(specs, operands)]
+        equation = ",".join(spec for spec, _ in pairs) + "->" + rhs
+        operands = [t for _, t in pairs]
     return _einsum(*operands, equation=equation)
+
+
+def _diagonals(spec, operand):
+    """A letter repeated within one operand ('ii->i', 'ii' a trace) reads its diagonal: the
+    operand's diagonal over those dims, and its spec with the letter once (at the end, where
+    `diagonal` puts that dim)."""
+    while len(set(spec)) != len(spec):
+        letter = next(c for c in spec if spec.count(c) > 1)
+        d1 = spec.index(letter)
+        d2 = spec.index(letter, d1 + 1)
+        if operand.shape[d1] != operand.shape[d2]:
+            raise OpError(f"einsum: subscript {letter!r} is repeated in operand spec {spec!r} "
+                          f"over dims of sizes {operand.shape[d1]} and {operand.shape[d2]} "
+                          f"(shape {operand.shape}); a diagonal needs them equal")
+        operand = operand.diagonal(0, d1, d2)
+        spec = spec[:d1] + spec[d1 + 1:d2] + spec[d2 + 1:] + letter
+    return spec, operand
