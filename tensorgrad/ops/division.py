@@ -6,6 +6,7 @@ truncated quotient: gradient 1 with respect to a and -q with respect to b. Integ
 zero is PyTorch's error; float division by zero gives inf or nan.
 """
 from ..autograd import primitive
+from ..backend import get_default_dtype
 from ..creation import zeros_like
 from ..errors import OpError
 from ..tensor import Tensor, tensor_method, tensor_operator
@@ -100,7 +101,7 @@ def div(input, other, rounding_mode=None):
         return _div_rounded(*_numeric_operands("div", input, other), rounding_mode=rounding_mode)
     a, b = binary_operands(input, other)
     if a.data.dtype.kind not in "fc":  # true division of integers gives floats, as in PyTorch
-        a, b = a.float(), b.float()
+        a, b = a.to(get_default_dtype()), b.to(get_default_dtype())
     if not isinstance(input, Tensor) and b.requires_grad:
         return reciprocal(b) * a  # PyTorch's form: it saves 1/b, not b
     return _div(a, b)

@@ -1,5 +1,6 @@
 """Matrix products: matmul (batched, broadcast, 1-D cases) and einsum."""
 from ..autograd import is_grad_enabled, primitive
+from ..autograd.grad_mode import this_thread
 from ..errors import OpError
 from ..tensor import Tensor, tensor_method
 from .operands import binary_operands
@@ -58,7 +59,9 @@ def matmul(a, b):
 def _same_dtype(op, a, b):
     # PyTorch promotes elementwise ops but not matrix products: a float64 batch through a float32
     # layer is an error there, so it is here (promoting would silently run the model in float64).
-    if a.dtype != b.dtype:
+    # Inside autocast the product's primitive casts both operands (tensorgrad.amp).
+    policy = this_thread.switches.autocast
+    if a.dtype != b.dtype and not (policy is not None and policy.covers(a)):
         raise RuntimeError(f"{op}: expected both operands to have the same dtype, got {a.dtype} "
                            f"and {b.dtype} (shapes {a.shape} and {b.shape}); convert one with "
                            ".to(dtype)")
@@ -68,9 +71,9 @@ def _same_dtype(op, a, b):
 # Fused because every Linear layer is exactly this: one GEMM over all leading rows with the bias
 # added in place, and a VJP that gets the weight gradient as one GEMM instead of a batched
 # product summed afterwards (benchmarks/: mlp_step, gpt_step). The VJP works on arrays (seven
-# fewer op calls per layer); the composite below is what create_graph differentiates.
-# Saves x only for the weight's gradient and the weight only for x's, as PyTorch's addmm does
-# (a frozen layer keeps no activations); hence no composite: its replay would need both.
+# fewer op calls per layer), and in tensorgrad ops under create_graph. It saves x only for the
+# weight's gradient and the weight only for x's, as PyTorch's addmm does (a frozen layer keeps
+# no activations); hence no composite, whose replay would need both.
 @primitive("linear", saves=(0, 1), saves_when={0: (1,), 1: (0,)})
 def _linear(xp, x, weight, bias):
     out = xp.matmul(x.reshape(-1, x.shape[-1]), weight.T)  # (N, in) @ (in, out) -> (N, out)

@@ -129,6 +129,8 @@ CASES = {
     "scaled_dot_product_attention": [
         (lambda T, q, k, v: T.nn.functional.scaled_dot_product_attention(q, k, v),
          (1, 2, 3, 4), (1, 2, 3, 4), (1, 2, 3, 4))],
+    "checkpoint": [(lambda T, a, b: T.utils.checkpoint.checkpoint(
+        lambda x, y: (x * y).sin(), a, b, use_reentrant=False), (2, 3), (3,))],
 }
 
 # Primitives no torch call reaches on its own: the ops that reach them are covered above.
@@ -229,8 +231,8 @@ def test_every_differentiable_primitive_has_a_case():
     assert set(CASES) | set(NOT_REACHED) <= differentiable
 
 
-@pytest.mark.parametrize("update", [lambda x, l: x.sigmoid_(), lambda x, l: x.exp_(),
-                                    lambda x, l: x.mul_(l), lambda x, l: x.add_(l)])
+@pytest.mark.parametrize("update", [lambda x, w: x.sigmoid_(), lambda x, w: x.exp_(),
+                                    lambda x, w: x.mul_(w), lambda x, w: x.add_(w)])
 @pytest.mark.parametrize("mode", ["grad", "no_grad"])
 def test_a_write_after_an_in_place_op_in_the_graph_as_pytorch(update, mode):
     """The Tensor an in-place op rebinds carries the op's saved output: a later write counts."""
