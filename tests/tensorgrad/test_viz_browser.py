@@ -7,6 +7,7 @@ Needs Debian's `chromium` and `chromium-driver` (apt-get install chromium chromi
 writes the docs' picture there (explore.png)."""
 import os
 import shutil
+import warnings
 
 import pytest
 
@@ -82,6 +83,22 @@ def test_scalar_expression(browser, tmp_path):
     assert browser.find_element(By.ID, "matches").text == "2 found"
     assert len(browser.find_elements(By.CSS_SELECTOR, "#graph g.node.match")) == 2
     assert browser.get_log("browser") == []
+
+
+def test_nan_and_where_it_began(browser, tmp_path):
+    x = tg.tensor([1.0, 0.0], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's: log(0), 0 * inf
+        y = (x.log() * x).sum()
+        load(browser, viz.explore(y, {"x": x}, str(tmp_path / "nan.html")))
+    banner = browser.find_element(By.ID, "nonfinite")
+    assert banner.is_displayed() and "log (forward)" in banner.text
+    title = lambda n: n.text.split("\n")[0]
+    red = browser.find_elements(By.CSS_SELECTOR, "#graph g.node.nonfinite")
+    assert sorted(map(title, red)) == ["log", "mul", "sum"]
+    origins = browser.find_elements(By.CSS_SELECTOR, "#graph g.node.origin")
+    assert sorted(map(title, origins)) == ["log", "mul"]  # mul: its gradient rule, 0 * -inf
+    assert "NaN/Inf first appears here (forward)" in tooltip_of(browser, titled(browser, "log"))
 
 
 def test_mlp(browser, tmp_path):

@@ -84,6 +84,26 @@ def test_mlp_json_has_modules_shapes_and_devices():
     assert data["parameters"] == 2 * 8 + 8 + 8 * 2 + 2
 
 
+def test_json_on_every_device(device):
+    x = tg.tensor([[1.0, -2.0], [3.0, float("inf")]], device=device)
+    w = tg.tensor([0.5, 2.0], device=device, requires_grad=True)
+    y = (x * w).sum()
+    data = json.loads(viz.to_json(y, {"x": x, "w": w}))
+    nodes = by_name(data)
+    assert {n["device"] for n in data["nodes"]} == {str(tg.device(device))}
+    assert nodes["x"]["stats"] == {"numel": 4, "nan": 0, "inf": 1, "min": -2.0, "max": 3.0,
+                                   "mean": 2 / 3, "std": pytest.approx(2.0548046676563256)}
+    assert nodes["w"]["grad"] == {"norm": None, "nan": 0, "inf": 1}  # d/dw = column sums of x
+    assert [by_id(data, i)["name"] for i in data["nonfinite"]["forward"]] == ["x"]
+
+
+def test_output_that_is_a_leaf_as_json():
+    w = tg.randn(2, requires_grad=True)
+    data = json.loads(viz.to_json(w, {"w": w}))
+    assert [n["name"] for n in data["nodes"]] == ["w"] and data["edges"] == []
+    assert data["root"] == data["nodes"][0]["id"] and data["nodes"][0]["grad"] is None
+
+
 def test_first_nan_forward_and_backward():
     x = tg.tensor([1.0, 0.0], requires_grad=True)
     with pytest.warns(RuntimeWarning):  # NumPy's own warnings about log(0) and 0 * inf
