@@ -140,7 +140,8 @@ def _arrays(value):
 @pytest.mark.parametrize("name, case", [(n, c) for n in sorted(CASES) for c in CASES[n]])
 def test_override_matches_its_reference(name, case, dtype, request):
     if name == "linear.column_sums" and tg.get_num_threads() < 2:
-        request.addfinalizer(lambda before=tg.get_num_threads(): tg.set_num_threads(before))
+        before = tg.get_num_threads()
+        request.addfinalizer(lambda: tg.set_num_threads(before))
         tg.set_num_threads(2)  # on one thread it declines: the BLAS product is the faster
     args, kwargs = CASES[name][case](_rng(dtype))
     checked = 0
