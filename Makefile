@@ -1,11 +1,12 @@
 # Two entry points for a fresh machine with python3, pip and make:
 #   make demo   creates .venv, installs tensorgrad, trains a character-level GPT on the stdlib
 #   make test   creates .venv, installs tensorgrad[dev], runs the test suite
+#   make test-parity   also installs torch, transformers and peft, and runs the suite with them
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint clean
+.PHONY: demo test test-parity lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -19,10 +20,17 @@ $(VENV)/.installed-dev: pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e ".[dev,examples]"
 	touch $@
 
+$(VENV)/.installed-parity: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[dev,examples,parity]"
+	touch $@
+
 demo: $(VENV)/.installed-examples
 	$(PY) examples/train_gpt.py
 
 test: $(VENV)/.installed-dev
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-parity: $(VENV)/.installed-parity
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev

@@ -1,9 +1,10 @@
 """Pictures of tensorgrad graphs: a scalar expression, an MLP, a transformer block, a GPT.
 
-Writes SVG and PNG files into out/graphs/ (rendering needs Graphviz's `dot`: apt-get install
-graphviz, brew install graphviz or conda install graphviz):
+Writes SVG and PNG files into out/visualize_graphs/ (rendering needs Graphviz's `dot`: apt-get
+install graphviz, brew install graphviz or conda install graphviz):
 
-    python examples/visualize_graphs.py
+    python examples/visualize_graphs.py            # the pictures
+    python examples/visualize_graphs.py --explore  # and explorers: scalar, mlp, gpt .html
 
   scalar          micrograd's L = (a*b + c) * f, with every value and gradient
   mlp             an MLP's loss, each module in its own cluster
@@ -12,8 +13,11 @@ graphviz, brew install graphviz or conda install graphviz):
   gpt             a 4-layer GPT-mini's training loss, every module collapsed to depth 1
   gpt_block1      the same, with blocks.1 opened in full and the saved memory per op
 
+An explorer is one HTML file to open in any browser: open and close modules, hover a node for
+its shapes and value statistics, search, and colour the graph by gradient norm.
 In Jupyter, `tg.viz.draw(loss, model)` displays inline.
 """
+import argparse
 import pathlib
 import time
 
@@ -21,8 +25,14 @@ import tensorgrad as tg
 from tensorgrad import nn, viz
 from tensorgrad.models import GPT, GPTConfig
 
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+parser.add_argument("--explore", action="store_true",
+                    help="also write explorers (scalar.html, mlp.html, gpt.html)")
+args = parser.parse_args()
+
 # --- configuration -----------------------------------------------------------------------
-OUT = pathlib.Path(__file__).resolve().parents[1] / "out" / "graphs"
+OUT = pathlib.Path(__file__).resolve().parents[1] / "out" / "visualize_graphs"
 SEED = 0
 CONFIG = GPTConfig.mini()  # 4 layers, 4 heads, width 128, a byte vocabulary: 0.8M parameters
 CONTEXT, BATCH = 64, 8
@@ -48,7 +58,8 @@ save(viz.draw(L, {"a": a, "b": b, "c": c, "f": f}, show_values=True, show_grad=T
 # --- 2. an MLP classifier ---------------------------------------------------------------------
 mlp = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 2))
 x, y = tg.randn(32, 2), tg.randint(0, 2, (32,))
-save(viz.draw(tg.cross_entropy(mlp(x), y), mlp), "mlp")
+mlp_loss = tg.cross_entropy(mlp(x), y)
+save(viz.draw(mlp_loss, mlp), "mlp")
 
 # --- 3. a GPT-mini (tensorgrad.models.GPT, 4 layers) and one of its blocks -------------------
 gpt = GPT(CONFIG)
@@ -70,8 +81,16 @@ laid_out = time.perf_counter() - start
 save(viz.draw(loss, gpt, depth=1), "gpt")
 save(viz.draw(loss, gpt, depth=1, expand="blocks.1", show_memory=True), "gpt_block1")
 
+# --- 5. explorers: the same graphs as pages to open, search and follow gradients in ------------
+if args.explore:
+    start = time.perf_counter()
+    viz.explore(L, {"a": a, "b": b, "c": c, "f": f}, str(OUT / "scalar.html"))
+    viz.explore(mlp_loss, mlp, str(OUT / "mlp.html"))
+    viz.explore(loss, gpt, str(OUT / "gpt.html"))
+    print(f"explorers written in {time.perf_counter() - start:.1f} s")
+
 # --- results ----------------------------------------------------------------------------------
 ops = full.source.count("[label=<")
-print(f"GPT-mini ({CONFIG.n_layer} layers, {gpt.num_parameters()} parameters): {ops} nodes "
+print(f"GPT-mini ({CONFIG.n_layer} layers, {gpt.num_parameters():,} parameters): {ops} nodes "
       f"drawn in {drawn * 1000:.0f} ms, laid out by dot in {laid_out:.2f} s")
 print(f"pictures in {OUT}: " + ", ".join(sorted(p.name for p in OUT.iterdir())))

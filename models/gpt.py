@@ -19,6 +19,7 @@ from tensorgrad.nn.attention import KVCache
 from tensorgrad.nn.attention_patterns import AttentionPattern, make_pattern
 from tensorgrad.nn.masks import padding_mask_from_attention_mask
 from tensorgrad.nn.transformer import DecoderBlock
+from tensorgrad.utils.checkpoint import checkpoint
 
 from . import generation, hub
 from .outputs import parameter_table
@@ -41,6 +42,9 @@ class GPTConfig:
     # object. One field whatever the pattern, so that every model's config selects it alike.
     attention: str | AttentionPattern = "dense"
     layer_norm_eps: float = 1e-5
+    # Recompute each block's activations at backward instead of keeping them (training only):
+    # less memory for one more forward (tensorgrad.utils.checkpoint; benchmarks/README.md).
+    gradient_checkpointing: bool = False
 
     def __post_init__(self):
         if self.d_ff is None:
@@ -136,6 +140,21 @@ class GPT(nn.Module):
     def max_positions(self):
         return self.config.block_size
 
+    def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs=None):
+        """Hugging Face's switch for config.gradient_checkpointing. gradient_checkpointing_kwargs:
+        None or {"use_reentrant": bool}, as transformers accepts (both give the same here)."""
+        unknown = set(gradient_checkpointing_kwargs or {}) - {"use_reentrant"}
+        if unknown:
+            raise ValueError(f"GPT.gradient_checkpointing_enable: unknown options {unknown}")
+        self.config.gradient_checkpointing = True
+
+    def gradient_checkpointing_disable(self):
+        self.config.gradient_checkpointing = False
+
+    @property
+    def is_gradient_checkpointing(self):
+        return self.config.gradient_checkpointing
+
     def make_cache(self):
         """A fresh key/value cache for incremental decoding: one per block (a KVCache, or the
         attention pattern's own: a rolling window, linear attention's state)."""
@@ -168,8 +187,12 @@ class GPT(nn.Module):
         pos_emb = self.wpe(pos)  # position embeddings (T, C), or (B, T, C) from position_ids
         x = self.drop(tok_emb + pos_emb)  # (B, T, C)
         caches = cache if cache is not None else [None] * len(self.blocks)
+        recompute = self.config.gradient_checkpointing and self.training and cache is None
         for block, block_cache in zip(self.blocks, caches):
-            x = block(x, key_padding_mask=padding, cache=block_cache)  # (B, T, C)
+            if recompute:  # keep only the block's input; run it again at backward
+                x = checkpoint(block, x, key_padding_mask=padding, use_reentrant=False)
+            else:
+                x = block(x, key_padding_mask=padding, cache=block_cache)  # (B, T, C)
         x = self.ln_f(x)  # (B, T, C)
         logits = F.linear(x, self.wte.weight)  # tied head: (B, T, C) @ (C, V) -> (B, T, V)
         loss = None

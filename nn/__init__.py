@@ -9,7 +9,9 @@
 from . import functional, init, optim, utils  # noqa: F401
 from . import parallel  # noqa: F401  (DistributedDataParallel)
 from .checkpoint import CheckpointError, load, save  # noqa: F401
-from .containers import ModuleDict, ModuleList, Sequential  # noqa: F401
+from .containers import (  # noqa: F401
+    ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential,
+)
 from .activation import (  # noqa: F401
     CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU,
     LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmax2d, Softmin,
@@ -46,3 +48,7 @@ from .channels import (  # noqa: F401
     AlphaDropout, Dropout1d, Dropout2d, Dropout3d, PixelShuffle, PixelUnshuffle,
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401
+from .pytorch_transformer import (  # noqa: F401
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+    TransformerEncoderLayer,
+)

@@ -121,3 +121,31 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
             tensor[outside] = tg.randn(count, dtype=tensor.dtype, device=tensor.device) * std + mean
             outside = (tensor < a) | (tensor > b)
     return tensor
+
+
+def orthogonal_(tensor, gain=1.0):
+    """Saxe et al. (2014): the tensor, seen as a (rows, cols) matrix, filled with gain times a
+    (semi-)orthogonal matrix drawn uniformly: the Q of a Gaussian matrix's QR decomposition
+    with R's diagonal made positive, built here by Gram-Schmidt in float64."""
+    if tensor.ndim < 2:
+        raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, "
+                         f"got shape {tuple(tensor.shape)}")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    tall = max(rows, cols), min(rows, cols)
+    with tg.no_grad():
+        a = tg.randn(*tall, dtype=tg.float64, device=tensor.device)
+        columns = []
+        for j in range(tall[1]):
+            v = a[:, j]
+            for _ in range(2):  # twice is enough to be orthogonal to rounding (Kahan)
+                for q in columns:
+                    v = v - (q * v).sum() * q
+            columns.append(v / v.norm())
+        q = tg.stack(columns, dim=1)  # (max, min), orthonormal columns
+        if rows < cols:
+            q = q.t()
+        tensor.copy_((q * gain).reshape(tensor.shape))
+    return tensor

@@ -310,6 +310,9 @@ class Module:
     def double(self):
         return self.to(tg.float64)
 
+    def half(self):
+        return self.to(tg.float16)
+
     # --- state dict ------------------------------------------------------------------------------
     def state_dict(self, prefix="", keep_vars=False):
         """Parameters and persistent buffers by dotted path, detached (sharing memory) unless

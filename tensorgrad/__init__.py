@@ -13,8 +13,9 @@ from .autograd import (  # noqa: F401
     is_grad_enabled, is_inference_mode_enabled, no_grad, primitive, scope, set_grad_enabled,
 )
 from .backend import (  # noqa: F401
-    bool_, cuda_is_available, default_device, float16, float32, float64, int8, int16, int32,
-    int64, manual_seed, set_default_device, set_printoptions, uint8,
+    bool_, cuda_is_available, default_device, float16, float32, float64, get_default_dtype,
+    int8, int16, int32, int64, manual_seed, set_default_device, set_default_dtype,
+    set_printoptions, uint8,
 )
 from .backend.dtype_info import finfo, iinfo  # noqa: F401
 from .backend.threads import get_num_threads, set_num_threads  # noqa: F401
@@ -28,15 +29,20 @@ from .size import Size  # noqa: F401
 from .tensor import Tensor, device  # noqa: F401
 from .creation import (  # noqa: F401
     arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, is_tensor,
-    linspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
-    zeros_like,
+    linspace, logspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm,
+    tensor, zeros, zeros_like,
 )
+# torch.linalg's norms; imported by path, as `from .ops import *` bound ops.linalg to the name
+linalg = _importlib.import_module(".linalg", __name__)
+from .compiler import compile  # noqa: F401,E402,A001  (accepted; tensorgrad runs eagerly)
 from . import backends, cuda, distributed  # noqa: F401,E402  (cupy, mpi4py: only when used)
 from . import amp  # noqa: F401,E402  (mixed precision: autocast, GradScaler)
 from . import utils  # noqa: F401,E402  (last: utils.data uses the names bound above)
 
 # torch.numel(x), torch.is_floating_point(x), torch.is_complex(x): the methods, as functions
 numel, is_floating_point, is_complex = Tensor.numel, Tensor.is_floating_point, Tensor.is_complex
+
+concat = concatenate = cat  # noqa: F405  (torch's aliases of cat)
 
 # torch's aliases: tensorgrad.float is float32, tensorgrad.long is int64, ...
 bool = bool_  # noqa: A001

@@ -37,6 +37,7 @@ TORCH_MODULES = {
     "torch.utils.data": "tensorgrad.utils.data",
     "torch.utils.checkpoint": "tensorgrad.utils.checkpoint",
     "torch.autograd": "tensorgrad.autograd",
+    "torch.linalg": "tensorgrad.linalg",
     "torch.amp": "tensorgrad.amp",
     "torch.cuda": "tensorgrad.cuda",
     "torch.backends": "tensorgrad.backends",

@@ -9,19 +9,21 @@ from .generator import rng_for
 
 
 def _infer_dtype(data):
-    """torch.tensor's rules: Python floats -> float32, ints -> int64, bools -> bool. None when
+    """torch.tensor's rules: Python floats -> the default dtype (float32 unless
+    `set_default_dtype`), ints -> int64, bools -> bool. None when
     the data holds arrays, NumPy scalars or Tensors: the backend keeps their dtype."""
     item = data
     while isinstance(item, (list, tuple)):
         if not item:
-            return _backends.float32
+            return _backends.get_default_dtype()
         kinds = {_scalar_kind(x) for x in _flatten(item)}
         if None in kinds:
             return None
-        return (_backends.float32 if "f" in kinds else
+        return (_backends.get_default_dtype() if "f" in kinds else
                 _backends.int64 if "i" in kinds else _backends.bool_)
     kind = _scalar_kind(item)
-    return {"f": _backends.float32, "i": _backends.int64, "b": _backends.bool_}.get(kind)
+    return {"f": _backends.get_default_dtype(), "i": _backends.int64,
+            "b": _backends.bool_}.get(kind)
 
 
 def _scalar_kind(x):
@@ -108,9 +110,9 @@ def _shape(size):
     return tuple(size)
 
 
-def _make(fill, size, dtype, device, requires_grad, default=_backends.float32):
+def _make(fill, size, dtype, device, requires_grad, default=None):
     backend = _backends.get_backend(device)
-    dtype = _backends.as_dtype(dtype) or default
+    dtype = _backends.as_dtype(dtype) or default or _backends.get_default_dtype()
     t = Tensor._constant(fill(backend, _shape(size), dtype), backend)
     return t.requires_grad_(True) if requires_grad else t
 
@@ -128,7 +130,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
-    default = _infer_dtype(fill_value) or _backends.float32
+    default = _infer_dtype(fill_value)
     return _make(lambda b, s, d: b.full(s, fill_value, dtype=d), (tuple(size),), dtype, device,
                  requires_grad, default)
 
@@ -169,7 +171,8 @@ def randperm(n, dtype=None, device=None, generator=None):
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     if end is None:
         start, end = 0, start
-    default = (_backends.float32 if any(isinstance(v, float) for v in (start, end, step))
+    default = (_backends.get_default_dtype() if any(isinstance(v, float)
+                                                     for v in (start, end, step))
                else _backends.int64)
     backend = _backends.get_backend(device)
     dtype = _backends.as_dtype(dtype) or default
@@ -182,7 +185,7 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     PyTorch (NumPy would round down instead): the ends are converted first, the values are
     computed in float64 from the nearer end and truncated toward zero."""
     backend = _backends.get_backend(device)
-    dtype = _backends.as_dtype(dtype) or _backends.float32
+    dtype = _backends.as_dtype(dtype) or _backends.get_default_dtype()
     if dtype.kind in "fc":
         values = backend.linspace(start, end, steps, dtype=dtype)
     else:
@@ -192,6 +195,14 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
         values = backend.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
         values = backend.trunc(values).astype(dtype)
     t = Tensor._constant(values, backend)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    """base ** linspace(start, end, steps), computed in float64 then cast."""
+    dtype = _backends.as_dtype(dtype) or _backends.get_default_dtype()
+    exponents = linspace(start, end, steps, dtype=_backends.float64, device=device)
+    t = (float(base) ** exponents).to(dtype)
     return t.requires_grad_(True) if requires_grad else t
 
 

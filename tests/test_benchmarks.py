@@ -136,7 +136,7 @@ def test_harness_runs_every_workload_on_tiny_sizes(tmp_path):
             assert rows and all(r["median"] >= 0 and r["min"] <= r["median"] <= r["max"]
                                 for r in rows if not math.isnan(r["median"])), (name, framework)
         assert f"| {name} |" in done.stdout
-    assert "Targets:" in done.stdout and len(saved["targets"]) == len(run.TARGETS)
+    assert "Targets:" in done.stdout and len(saved["targets"]) == len(run.TARGETS) + len(run.LIMITS)
     assert saved["meta"]["tensorgrad BLAS (float matmul)"].startswith(("MKL ", "NumPy's "))
 
 
@@ -301,3 +301,11 @@ def test_interleaved_pairs_both_frameworks_on_each_case(capsys, monkeypatch):
     assert attention["case"] == "T=320 causal fwd+bwd" and attention["torch"] > 0
     with pytest.raises(SystemExit):
         interleaved.main(["--only", "matmul"])
+
+
+def test_recurrent_benchmark_runs_on_tiny_sizes(capsys):
+    pytest.importorskip("torch")
+    from benchmarks import recurrent
+    recurrent.main(["--tiny"])
+    out = capsys.readouterr().out
+    assert "| (2, 3, 4, 5, 1) |" in out and "| True |" in out

@@ -15,9 +15,9 @@ from .warmup import (  # noqa: F401  (re-exported)
 )
 
 __all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "LinearLR",
-           "CosineAnnealingLR", "SequentialLR", "OneCycleLR", "ReduceLROnPlateau",
-           "WarmupConstantLR", "WarmupLinearLR", "WarmupCosineLR", "WarmupInverseSqrtLR",
-           "NoamLR"]
+           "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "SequentialLR", "OneCycleLR",
+           "ReduceLROnPlateau", "WarmupConstantLR", "WarmupLinearLR", "WarmupCosineLR",
+           "WarmupInverseSqrtLR", "NoamLR"]
 
 
 def _per_group(name, optimizer, value):
@@ -148,6 +148,54 @@ class CosineAnnealingLR(LRScheduler):
     def _closed_form(self):
         cosine = (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
         return [self.eta_min + (base - self.eta_min) * cosine for base in self.base_lrs]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """SGDR (Loshchilov & Hutter, 2017): lr = eta_min + (initial_lr - eta_min)
+    (1 + cos(pi T_cur / T_i)) / 2, where T_cur counts the steps since the last restart and the
+    i-th period lasts T_i = T_0 T_mult^i steps. step(epoch) may jump to any (fractional) epoch,
+    as PyTorch's does."""
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
+        if not isinstance(T_0, int) or T_0 <= 0:
+            raise ValueError(f"CosineAnnealingWarmRestarts: expected a positive integer T_0, "
+                             f"got {T_0!r}")
+        if not isinstance(T_mult, int) or T_mult < 1:
+            raise ValueError(f"CosineAnnealingWarmRestarts: expected an integer T_mult >= 1, "
+                             f"got {T_mult!r}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def _closed_form(self):
+        cosine = (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+        return [self.eta_min + (base - self.eta_min) * cosine for base in self.base_lrs]
+
+    def step(self, epoch=None):
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur += 1
+            if self.T_cur >= self.T_i:
+                self.T_cur, self.T_i = self.T_cur - self.T_i, self.T_i * self.T_mult
+        elif epoch < 0:
+            raise ValueError(f"CosineAnnealingWarmRestarts: expected a non-negative epoch, "
+                             f"got {epoch}")
+        elif epoch < self.T_0:
+            self.T_i, self.T_cur = self.T_0, epoch
+        elif self.T_mult == 1:
+            self.T_cur = epoch % self.T_0
+        else:  # the period epoch falls in: T_0 (T_mult^n - 1) / (T_mult - 1) <= epoch
+            n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+            self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+            self.T_i = self.T_0 * self.T_mult ** n
+        self.last_epoch = math.floor(epoch)
+        self._apply(self._closed_form())
+
+    def _restart(self):
+        self.T_i, self.T_cur = self.T_0, 0
+        super()._restart()
 
 
 # --- composed, cyclic and metric-driven ----------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Training utilities (`tensorgrad.nn.utils`); `rnn`: variable-length batches for the RNNs."""
+"""Training utilities (`tensorgrad.nn.utils`): gradient clipping, parameters as one vector;
+`rnn`: variable-length batches for the RNNs."""
 import tensorgrad as tg
 from tensorgrad import Tensor
 
@@ -27,3 +28,46 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         for grad in grads:
             grad.mul_(scale)
     return total
+
+
+def clip_grad_value_(parameters, clip_value, foreach=None):
+    """Clamp every gradient, in place, to [-clip_value, clip_value]. foreach= is accepted for
+    PyTorch compatibility and changes nothing."""
+    params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    clip_value = float(clip_value)
+    with tg.no_grad():
+        for p in params:
+            if p.grad is not None:
+                p.grad.clamp_(-clip_value, clip_value)
+
+
+def parameters_to_vector(parameters):
+    """The parameters flattened and joined into one 1-D tensor (a copy, differentiable)."""
+    params = list(parameters)
+    _one_device(params, "parameters_to_vector")
+    return tg.cat([p.reshape(-1) for p in params])
+
+
+def vector_to_parameters(vec, parameters):
+    """Copy consecutive slices of the 1-D vec into the parameters, reshaped to theirs: the
+    inverse of parameters_to_vector. PyTorch rebinds each `.data`; this writes in place."""
+    if not isinstance(vec, Tensor) or vec.ndim != 1:
+        raise TypeError(f"vector_to_parameters: expected a 1-D Tensor, got "
+                        f"{type(vec).__name__} of shape {getattr(vec, 'shape', None)}")
+    params = list(parameters)
+    _one_device(params + [vec], "vector_to_parameters")
+    total = sum(p.numel() for p in params)
+    if total != vec.numel():
+        raise RuntimeError(f"vector_to_parameters: the vector has {vec.numel()} elements, the "
+                           f"parameters {total}")
+    start = 0
+    with tg.no_grad():
+        for p in params:
+            p.copy_(vec[start:start + p.numel()].reshape(p.shape))
+            start += p.numel()
+
+
+def _one_device(tensors, op):
+    devices = {t.device for t in tensors}
+    if len(devices) > 1:
+        raise TypeError(f"{op}: found tensors on different devices {sorted(map(str, devices))}")

@@ -8,6 +8,7 @@ VJP reads. `backward` walks the nodes in reverse topological order without recur
 grad_mode.py   the switches ops read: grad mode, anomaly detection, the current scope
 graph.py       Primitive, the PRIMITIVES registry, the Node a recorded call leaves, and
                untracked_view (a view taken on arrays, recording nothing)
+function.py    Function: torch.autograd.Function, user-defined forward and backward
 backward.py    the backward walk: run_backward, backward, grad, sum_to
 """
 from .backward import (  # noqa: F401
@@ -18,3 +19,4 @@ from .grad_mode import (  # noqa: F401
     is_inference_mode_enabled, no_grad, scope, set_grad_enabled, set_scope, thread_switches,
 )
 from .graph import PRIMITIVES, Node, Primitive, primitive, untracked_view  # noqa: F401
+from .function import Function, FunctionCtx  # noqa: F401

@@ -113,6 +113,24 @@ def default_device():
     return normalize_device(env) if env else "cpu"
 
 
+_default_dtype = float32
+
+
+def get_default_dtype():
+    """The floating point dtype that creation functions give Python floats and empty shapes."""
+    return _default_dtype
+
+
+def set_default_dtype(dtype):
+    """Set the default floating point dtype for the whole process (PyTorch's is global too)."""
+    global _default_dtype
+    dtype = as_dtype(dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"set_default_dtype: only floating point dtypes can be the default, "
+                        f"got {dtype}")
+    _default_dtype = dtype
+
+
 def manual_seed(seed):
     """Seed the random generator of every backend, those created later included."""
     global _seed

@@ -2,7 +2,7 @@
 
 ops/ writes each piece of math once, against `xp`, and declares it overridable under a name:
 a primitive's forward (`"relu"`), the array step of its VJP (`"relu.vjp"`), or a step of an
-algorithm (`"attention.online_step"`). A backend's compiled code registers against the name:
+algorithm (`"attention.online_step_"`). A backend's compiled code registers against the name:
 
     @override("relu", supports=floats)       # in backend/kernels/activation.py
     def relu(x): ...
@@ -10,9 +10,10 @@ algorithm (`"attention.online_step"`). A backend's compiled code registers again
 A call of the declared function runs the first override whose `supports(*args, **kwargs)`
 accepts the arguments (dtype, layout, sizes), else the reference. An override may still decline
 after a closer look by returning NotImplemented. The overrides load with the backend's kernel
-package (`xp.kernels()`, the CPU backend's Numba kernels), on the first call of any declared
-function, and are only tried on that backend's arrays; without them (no Numba,
-TENSORGRAD_NUMBA=0), or on a backend that has none (CuPy's), the reference runs.
+package (`xp.kernels(first argument)`, the CPU backend's Numba kernels, which also says whether
+they are ready for that array's dtype: backend/kernel_loading.py), and are only tried on that
+backend's arrays; without them (no Numba, TENSORGRAD_NUMBA=0), or on a backend that has none
+(CuPy's), the reference runs.
 tests/tensorgrad/test_overrides.py runs every registered override against its reference.
 """
 import functools
@@ -32,8 +33,8 @@ class Override:
 
 
 def overridable(name):
-    """Declare the function below, `reference(xp, *args, **kwargs)`, as the math `name` that a
-    backend's compiled code may override."""
+    """Declare the function below, `reference(xp, array, *args, **kwargs)`, as the math `name`
+    that a backend's compiled code may override."""
     def declare(reference):
         if name in REFERENCES:
             raise ValueError(f"overridable {name!r} declared twice")
@@ -42,7 +43,7 @@ def overridable(name):
 
         @functools.wraps(reference)
         def dispatch(xp, *args, **kwargs):
-            if xp.kernels() is not None:  # this backend's overrides (loaded at the first call)
+            if xp.kernels(args[0]) is not None:  # this backend's, ready for args[0]'s dtype
                 for candidate in candidates:
                     if candidate.supports(*args, **kwargs):
                         out = candidate.run(*args, **kwargs)

@@ -1,6 +1,7 @@
 """Matrix products: matmul (batched, broadcast, 1-D cases) and einsum."""
 from ..autograd import primitive
 from ..backend.overrides import overridable
+from ..autograd.grad_mode import this_thread
 from ..tensor import Tensor, tensor_method
 from .operands import binary_operands
 
@@ -57,7 +58,9 @@ def matmul(a, b):
 def _same_dtype(op, a, b):
     # PyTorch promotes elementwise ops but not matrix products: a float64 batch through a float32
     # layer is an error there, so it is here (promoting would silently run the model in float64).
-    if a.dtype != b.dtype:
+    # Inside autocast the product's primitive casts both operands (tensorgrad.amp).
+    policy = this_thread.switches.autocast
+    if a.dtype != b.dtype and not (policy is not None and policy.covers(a)):
         raise RuntimeError(f"{op}: expected both operands to have the same dtype, got {a.dtype} "
                            f"and {b.dtype} (shapes {a.shape} and {b.shape}); convert one with "
                            ".to(dtype)")

@@ -19,7 +19,7 @@ def scalar_dtype(value, like_dtype):
         return like_dtype if kind != "b" else _backends.int64
     if kind in "fc":
         return like_dtype
-    return _backends.float32
+    return _backends.get_default_dtype()
 
 
 _constants = {}

@@ -76,7 +76,7 @@ def bernoulli(input, p=None):
         _check_probabilities(input, "bernoulli")
         prob = input.data
     draw = xp.random_uniform(input.shape, _backends.float64) < prob
-    dtype = input.dtype if input.dtype.kind in "fc" else _backends.float32
+    dtype = input.dtype if input.dtype.kind in "fc" else _backends.get_default_dtype()
     return _zero_gradient(Tensor._constant(draw.astype(dtype), xp), input if p is None else None)
 
 
@@ -93,7 +93,7 @@ def normal(mean, std=1.0, size=None, dtype=None, device=None):
         if size is None:
             raise TypeError("normal: with a number mean and std, size must be given")
         backend = _backends.get_backend(device)
-        dtype = _backends.as_dtype(dtype) or _backends.float32
+        dtype = _backends.as_dtype(dtype) or _backends.get_default_dtype()
         shape, m, s = tuple(size), mean, std
     if dtype.kind != "f":
         raise TypeError(f"normal: samples are floating point, got dtype {dtype}")

@@ -247,3 +247,31 @@ def test_float32_through_one_adamw_step(device):
         assert p.dtype == tg.float32 and p.grad is not None and p.grad.dtype == tg.float32, name
         state = opt.state[p]
         assert state["exp_avg"].dtype == tg.float32 == state["exp_avg_sq"].dtype, name
+
+
+def test_gradient_checkpointing_gives_the_same_loss_and_gradients():
+    """Blocks run again at backward, with dropout's masks replayed: every gradient is the one
+    the plain step gives; eval mode is unaffected."""
+    config = GPTConfig(vocab_size=40, block_size=12, n_layer=3, n_head=2, n_embd=16,
+                       dropout=0.2, attn_dropout=0.2)
+    model = GPT(config)
+    ids = tg.randint(0, 40, (2, 12))
+    results = []
+    for enable in (False, True):
+        if enable:
+            model.gradient_checkpointing_enable({"use_reentrant": False})
+        assert model.is_gradient_checkpointing == enable
+        model.zero_grad()
+        tg.manual_seed(3)
+        _, loss = model(ids, targets=ids)
+        loss.backward()
+        results.append([loss.item()] + [p.grad.numpy().copy() for p in model.parameters()])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    model.eval()
+    checkpointed = model(ids)[0].detach().numpy()  # eval mode: the plain forward
+    model.gradient_checkpointing_disable()
+    assert not model.config.gradient_checkpointing
+    np.testing.assert_array_equal(checkpointed, model(ids)[0].detach().numpy())
+    with pytest.raises(ValueError, match="unknown options"):
+        model.gradient_checkpointing_enable({"preserve": True})

@@ -94,3 +94,22 @@ def test_init_keeps_dtype():
     for fn in (init.xavier_uniform_, init.kaiming_normal_, init.trunc_normal_, init.normal_):
         assert fn(nn.Parameter(tg.empty(4, 4))).dtype == tg.float32
         assert fn(nn.Parameter(tg.empty(4, 4, dtype=tg.float64))).dtype == tg.float64
+
+
+@pytest.mark.parametrize("shape, gain", [((5, 3), 1.0), ((3, 5), 2.0), ((4, 2, 3), 0.5),
+                                         ((6, 6), 1.0)])
+def test_orthogonal_gives_orthonormal_rows_or_columns_as_torch(shape, gain):
+    torch = pytest.importorskip("torch")
+    w = tg.empty(*shape)
+    assert init.orthogonal_(w, gain=gain) is w
+    t = torch.nn.init.orthogonal_(torch.empty(*shape), gain=gain)
+    for m in (w.numpy(), t.numpy()):
+        m = m.reshape(shape[0], -1)
+        small = m.T @ m if m.shape[0] >= m.shape[1] else m @ m.T
+        np.testing.assert_allclose(small, gain ** 2 * np.eye(min(m.shape)), atol=1e-5)
+    assert w.dtype == tg.float32
+    a, b = tg.empty(4, 4), tg.empty(4, 4)
+    init.orthogonal_(a), init.orthogonal_(b)
+    assert not np.allclose(a.numpy(), b.numpy())  # drawn, not fixed
+    with pytest.raises(ValueError, match="2 or more dimensions"):
+        init.orthogonal_(tg.empty(3))

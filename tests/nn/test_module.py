@@ -398,3 +398,15 @@ def test_scopes_follow_modules_added_after_the_first_call():
     model(tg.randn(1, 3))
     model.append(nn.Linear(3, 2))  # the root's cached paths must see the new child
     assert model(tg.randn(1, 3))._node.scope == "1"
+
+
+@pytest.mark.parametrize("cast, dtype", [("half", "float16"), ("double", "float64"),
+                                         ("float", "float32")])
+def test_module_casts_like_torch(cast, dtype):
+    torch = pytest.importorskip("torch")
+    from tensorgrad import nn as tnn
+    ours, theirs = tnn.Linear(2, 3), torch.nn.Linear(2, 3)
+    assert getattr(ours, cast)() is ours
+    getattr(theirs, cast)()
+    assert str(ours.weight.dtype) == dtype == str(theirs.weight.dtype)[6:]
+    assert isinstance(ours.weight, tnn.Parameter)

@@ -44,3 +44,37 @@ def test_clip_grad_norm_edge_cases():
     p.grad = tg.tensor([float("inf"), 1.0])
     with pytest.raises(RuntimeError, match="clip_grad_norm_: the total 2.0-norm .* inf"):
         clip_grad_norm_(p, 1.0, error_if_nonfinite=True)
+
+
+def test_clip_grad_value_matches_torch():
+    torch = pytest.importorskip("torch")
+    from tensorgrad.nn.utils import clip_grad_value_
+    g = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+    p, tp = tg.zeros(3, 4, requires_grad=True), torch.zeros(3, 4, requires_grad=True)
+    p.grad, tp.grad = tg.tensor(g), torch.tensor(g)
+    q = tg.zeros(2, requires_grad=True)  # no gradient: skipped
+    assert clip_grad_value_([p, q], 0.5) is torch.nn.utils.clip_grad_value_([tp], 0.5) is None
+    np.testing.assert_array_equal(p.grad.numpy(), tp.grad.numpy())
+    assert q.grad is None
+
+
+def test_parameters_to_vector_and_back_match_torch():
+    torch = pytest.importorskip("torch")
+    from tensorgrad import nn
+    from tensorgrad.nn.utils import parameters_to_vector, vector_to_parameters
+    ours = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2))
+    theirs = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2))
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    vec = parameters_to_vector(ours.parameters())
+    t_vec = torch.nn.utils.parameters_to_vector(theirs.parameters())
+    np.testing.assert_array_equal(vec.detach().numpy(), t_vec.detach().numpy())
+    assert vec.requires_grad  # a differentiable copy, as torch's
+    new = np.arange(vec.numel(), dtype=np.float32)
+    vector_to_parameters(tg.tensor(new), ours.parameters())
+    torch.nn.utils.vector_to_parameters(torch.tensor(new), theirs.parameters())
+    for p, t in zip(ours.parameters(), theirs.parameters()):
+        np.testing.assert_array_equal(p.detach().numpy(), t.detach().numpy())
+    with pytest.raises(RuntimeError, match="has 3 elements"):
+        vector_to_parameters(tg.zeros(3), ours.parameters())
+    with pytest.raises(TypeError, match="1-D Tensor"):
+        vector_to_parameters(tg.zeros(2, 2), ours.parameters())

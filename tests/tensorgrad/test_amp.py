@@ -166,3 +166,33 @@ def test_a_disabled_scaler_passes_through():
     p.grad = tg.ones(1)
     _one_step(scaler, tg.optim.SGD([p], lr=0.5), p, p.grad)
     assert p.item() == 0.5
+
+
+# --- a float16 training curve against float32's -------------------------------------------------
+def training_curve(device, half, steps=40):
+    """Losses of a tiny GPT trained with AdamW, in float32 or under float16 autocast with a
+    GradScaler (the same data and initial weights either way)."""
+    from test_devices import batches, tiny_gpt
+
+    tg.manual_seed(0)
+    model = tg.models.GPT(tiny_gpt()).to(device)
+    opt = tg.optim.AdamW(model.parameters(), lr=3e-3)
+    scaler = GradScaler(device.split(":")[0], init_scale=2.0**12, enabled=half)
+    losses = []
+    for x, y in batches(device, steps):
+        with autocast(device.split(":")[0], dtype=F16, enabled=half):
+            _, loss = model(x, targets=y)
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        tg.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(opt)
+        scaler.update()
+        losses.append(loss.item())
+    return np.array(losses)
+
+
+def test_float16_training_follows_float32s_curve(device):
+    full, half = training_curve(device, False), training_curve(device, True)
+    assert half[-5:].mean() < 0.8 * half[:5].mean()  # it learns
+    np.testing.assert_allclose(half, full, rtol=5e-3)

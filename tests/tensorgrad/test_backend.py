@@ -227,3 +227,28 @@ def test_the_import_scan_would_notice(tmp_path):
     assert len(_array_library_imports(sneaky)) == 3
 
 
+def test_default_dtype_is_global_and_drives_creation_as_torch():
+    torch = pytest.importorskip("torch")
+    assert tg.get_default_dtype() == tg.float32
+    try:
+        for lib in (tg, torch):
+            lib.set_default_dtype(lib.float64)
+        made = {
+            "tensor": lambda lib: lib.tensor([1.5]), "zeros": lambda lib: lib.zeros(2),
+            "randn": lambda lib: lib.randn(2), "arange": lambda lib: lib.arange(0.0, 2.0),
+            "full": lambda lib: lib.full((2,), 0.5), "linspace": lambda lib: lib.linspace(0, 1, 3),
+            "int times float": lambda lib: lib.tensor([1, 2]) * 0.5,
+            "int tensor": lambda lib: lib.tensor([1, 2]),
+            "int / int": lambda lib: lib.tensor([1, 2]) / lib.tensor([2, 2]),
+            "atan2 of ints": lambda lib: lib.atan2(lib.tensor([1]), lib.tensor([2])),
+        }
+        for name, make in made.items():
+            assert str(make(tg).dtype) == str(make(torch).dtype)[6:], name
+        assert tg.nn.Linear(2, 3).weight.dtype == tg.float64
+        assert tg.get_default_dtype() == tg.float64
+        with pytest.raises(TypeError, match="floating point"):
+            tg.set_default_dtype(tg.int64)
+    finally:
+        tg.set_default_dtype(tg.float32)
+        torch.set_default_dtype(torch.float32)
+    assert tg.zeros(1).dtype == tg.float32

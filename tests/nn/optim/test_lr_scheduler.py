@@ -196,6 +196,9 @@ CASES = {
     "CosineAnnealingLR periodic": lambda S, o, **kw: S.CosineAnnealingLR(o, T_max=30,
                                                                          eta_min=0.01, **kw),
     "CosineAnnealingLR": lambda S, o, **kw: S.CosineAnnealingLR(o, 100, **kw),
+    "CosineAnnealingWarmRestarts": lambda S, o, **kw: S.CosineAnnealingWarmRestarts(o, 15, **kw),
+    "CosineAnnealingWarmRestarts T_mult": lambda S, o, **kw: S.CosineAnnealingWarmRestarts(
+        o, T_0=5, T_mult=2, eta_min=0.001, **kw),
     "LinearLR defaults": lambda S, o, **kw: S.LinearLR(o, **kw),
     "LinearLR decay": lambda S, o, **kw: S.LinearLR(o, start_factor=1.0, end_factor=0.0,
                                                     total_iters=60, **kw),
@@ -389,3 +392,20 @@ def test_reduce_lr_on_plateau_covers_groups_added_later():
     listed.step(1.0)
     with pytest.raises(RuntimeError, match="5 parameter groups but min_lr lists 4"):
         listed.step(2.0)
+
+
+def test_warm_restarts_jump_to_any_epoch_as_torch():
+    torch = pytest.importorskip("torch")
+    ours = sched.CosineAnnealingWarmRestarts(_optimizer(), T_0=3, T_mult=2, eta_min=0.01)
+    opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=BASE_LR)
+    theirs = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=3, T_mult=2,
+                                                                   eta_min=0.01)
+    for epoch in (0.5, 2.9, 3, 7.25, 21, 4, 100.5):
+        ours.step(epoch)
+        theirs.step(epoch)
+        assert ours.get_last_lr() == pytest.approx(theirs.get_last_lr(), rel=1e-12)
+        assert ours.last_epoch == theirs.last_epoch
+    with pytest.raises(ValueError, match="T_0"):
+        sched.CosineAnnealingWarmRestarts(_optimizer(), T_0=0)
+    with pytest.raises(ValueError, match="non-negative epoch"):
+        ours.step(-1)
