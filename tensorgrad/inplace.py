@@ -74,8 +74,8 @@ class InPlaceMethods:
         if recording and _autograd.is_grad_enabled():
             if self._node is None and self.requires_grad:
                 self._inplace(op_name)  # raises PyTorch's leaf error
-            alias = _tensor.Tensor._wrap(self.data, self._backend, self.requires_grad,
-                                         self._node, self._version)
+            alias = _tensor.new_tensor(_tensor.Tensor, self.data, self._backend,
+                                       self.requires_grad, self._node, self._version)
             out = self._result(op_name, op(alias, other, **attrs))
             old_node = self._node
             self.data, self._node, self.requires_grad = out.data, out._node, out.requires_grad
