@@ -42,8 +42,6 @@ from . import utils  # noqa: F401,E402  (last: utils.data uses the names bound a
 # torch.numel(x), torch.is_floating_point(x), torch.is_complex(x): the methods, as functions
 numel, is_floating_point, is_complex = Tensor.numel, Tensor.is_floating_point, Tensor.is_complex
 
-concat = concatenate = cat  # noqa: F405  (torch's aliases of cat)
-
 # torch's aliases: tensorgrad.float is float32, tensorgrad.long is int64, ...
 bool = bool_  # noqa: A001
 float, double, half = float32, float64, float16  # noqa: A001

@@ -1,4 +1,4 @@
-"""About 400 everyday PyTorch calls (tests/torch_checklist.py), each run with torch and with
+"""About 500 everyday PyTorch calls (tests/torch_checklist.py), each run with torch and with
 tensorgrad in its place, the results compared: values, shapes and dtypes. A call that does not
 work like torch yet is listed in KNOWN_GAPS with the reason; such an entry must keep failing
 (strict xfail), so fixing one means removing it from the list."""

@@ -1,4 +1,4 @@
-"""About 300 everyday PyTorch calls, written the way user code writes them, for
+"""About 500 everyday PyTorch calls, written the way user code writes them, for
 tests/test_torch_checklist.py. Each entry is (name, fn): fn(torch_or_tensorgrad) returns what
 the user would look at (tensors, shapes, dtypes, numbers), compared between the two."""
 import io
@@ -625,7 +625,127 @@ SERIALIZATION = [
         {k: v * 0 for k, v in m.state_dict().items()}) and None)(t.nn.Linear(2, 2))),
 ]
 
+MORE = [
+    ("torch.sum dtype", lambda t: a(t).sum(dtype=t.float64)),
+    ("torch.mean func", lambda t: t.mean(a(t), dim=0)),
+    ("torch.max func dim", lambda t: t.max(a(t), 1)),
+    ("torch.maximum", lambda t: t.maximum(a(t), t.zeros(3, 4))),
+    ("torch.minimum", lambda t: t.minimum(a(t), t.zeros(3, 4))),
+    ("torch.argmax func", lambda t: t.argmax(a(t), dim=1)),
+    ("torch.softmax func", lambda t: t.softmax(a(t), dim=1)),
+    ("torch.log_softmax func", lambda t: t.log_softmax(a(t), 1)),
+    ("torch.clamp func", lambda t: t.clamp(a(t), min=-0.1, max=0.1)),
+    ("torch.sort func", lambda t: t.sort(a(t), dim=0)),
+    ("torch.topk func", lambda t: t.topk(a(t), 1)),
+    ("torch.cumsum func", lambda t: t.cumsum(a(t), dim=0)),
+    ("torch.flatten func", lambda t: t.flatten(t.tensor(IMG), start_dim=1)),
+    ("torch.squeeze func", lambda t: t.squeeze(a(t)[None])),
+    ("torch.unsqueeze func", lambda t: t.unsqueeze(a(t), -1)),
+    ("torch.transpose func", lambda t: t.transpose(a(t), 0, 1)),
+    ("torch.permute func", lambda t: t.permute(a(t), (1, 0))),
+    ("torch.reshape func", lambda t: t.reshape(a(t), (-1,))),
+    ("torch.chunk func", lambda t: t.chunk(a(t), 2)),
+    ("torch.split func", lambda t: t.split(a(t), 2, dim=1)),
+    ("torch.std_mean", lambda t: t.std_mean(a(t), dim=1)),
+    ("torch.var_mean", lambda t: t.var_mean(a(t))),
+    ("torch.abs func", lambda t: t.abs(a(t))),
+    ("torch.exp func", lambda t: t.exp(a(t))),
+    ("torch.pow func", lambda t: t.pow(a(t), 2)),
+    ("torch.sqrt func", lambda t: t.sqrt(t.tensor(P))),
+    ("torch.matmul func", lambda t: t.matmul(a(t), t.tensor(B))),
+    ("torch.multinomial shape", lambda t: shape_dtype(t.multinomial(t.tensor(P), 2))),
+    ("torch.multinomial replacement", lambda t: shape_dtype(t.multinomial(
+        t.tensor([0.2, 0.8]), 5, replacement=True))),
+    ("torch.bernoulli shape", lambda t: shape_dtype(t.bernoulli(t.full((3,), 0.5)))),
+    ("torch.normal shape", lambda t: shape_dtype(t.normal(0.0, 1.0, size=(2, 2)))),
+    ("Generator", lambda t: shape_dtype(t.randn(2, generator=t.Generator().manual_seed(1)))),
+    ("torch.isin", lambda t: t.isin(t.tensor([1, 2, 3]), t.tensor([2, 5]))),
+    ("torch.count_nonzero", lambda t: t.count_nonzero(a(t) > 0)),
+    ("torch.argwhere", lambda t: t.argwhere(a(t) > 0)),
+    ("torch.diff", lambda t: t.diff(a(t), dim=1)),
+    ("torch.searchsorted", lambda t: t.searchsorted(t.tensor([1.0, 2.0, 3.0]),
+                                                    t.tensor([2.5, 0.5]))),
+    ("torch.bucketize", lambda t: t.bucketize(t.tensor([2.5, 0.5]), t.tensor([1.0, 2.0, 3.0]))),
+    ("torch.cdist", lambda t: t.cdist(a(t), a(t) + 1)),
+    ("torch.tril_indices", lambda t: t.tril_indices(3, 3)),
+    ("torch.atleast_2d", lambda t: t.atleast_2d(t.tensor(V))),
+    ("torch.cross", lambda t: t.cross(t.tensor([[1.0, 0, 0]]), t.tensor([[0, 1.0, 0]]), dim=1)),
+    ("torch.kron", lambda t: t.kron(t.eye(2), t.ones(2, 2))),
+    ("view_as", lambda t: t.tensor(V).view_as(t.ones(2, 2))),
+    ("reshape_as", lambda t: t.tensor(V).reshape_as(t.ones(2, 2))),
+    ("narrow", lambda t: a(t).narrow(1, 1, 2)),
+    ("select", lambda t: a(t).select(1, 2)),
+    ("movedim", lambda t: t.tensor(IMG).movedim(1, -1)),
+    ("swapaxes", lambda t: a(t).swapaxes(0, 1)),
+    ("index_add", lambda t: t.zeros(3, 4).index_add(0, t.tensor([0, 2]), t.ones(2, 4))),
+    ("index_copy", lambda t: t.zeros(3, 4).index_copy(0, t.tensor([1]), t.ones(1, 4))),
+    ("masked_fill_", lambda t: a(t).masked_fill_(a(t) < 0, 0.0)),
+    ("scatter_ reduce add", lambda t: t.zeros(3, 4).scatter_(1, t.tensor(INDEX), t.ones(3, 2),
+                                                             reduce="add")),
+    ("scatter_reduce amax", lambda t: t.zeros(3, 4).scatter_reduce(
+        1, t.tensor(INDEX), t.ones(3, 2) * 5, reduce="amax")),
+    ("index_fill", lambda t: a(t).index_fill(1, t.tensor([0]), -1.0)),
+    ("unfold", lambda t: t.arange(6.0).unfold(0, 2, 2)),
+    ("square", lambda t: a(t).square()),
+    ("addmm", lambda t: t.addmm(t.zeros(3, 5), a(t), t.tensor(B))),
+    ("baddbmm", lambda t: t.baddbmm(t.zeros(3, 2, 2), t.tensor(BATCH),
+                                    t.tensor(BATCH).transpose(1, 2))),
+    ("x.mean dtype", lambda t: t.tensor([1, 2]).float().mean()),
+    ("tensor requires_grad=", lambda t: t.tensor([1.0], requires_grad=True).requires_grad),
+    ("grad.zero_", lambda t: (lambda x: ((x * 2).sum().backward(), x.grad.zero_())[1])(
+        t.ones(2, requires_grad=True))),
+    ("device object", lambda t: str(t.device("cpu"))),
+    ("cuda.is_available", lambda t: isinstance(t.cuda.is_available(), bool)),
+    ("backends.cudnn flag", lambda t: isinstance(t.backends.cudnn.benchmark, bool)),
+    ("set_printoptions", lambda t: t.set_printoptions(precision=3) or
+     t.set_printoptions(profile="default")),
+    ("named_modules", lambda t: [n for n, _ in t.nn.Sequential(
+        t.nn.Linear(2, 2), t.nn.Sequential(t.nn.ReLU())).named_modules()]),
+    ("buffers", lambda t: len(list(t.nn.BatchNorm1d(3).buffers()))),
+    ("forward hook", lambda t: (lambda m, seen: (m.register_forward_hook(
+        lambda mod, inp, out: seen.append(tuple(out.shape))), m(t.ones(1, 2)), seen)[2])(
+        t.nn.Linear(2, 3), [])),
+    ("Embedding.from_pretrained", lambda t: t.nn.Embedding.from_pretrained(t.tensor(B))(
+        t.tensor([0, 3]))),
+    ("CrossEntropyLoss weight", lambda t: t.nn.CrossEntropyLoss(weight=t.tensor(
+        [1.0, 2.0, 0.5, 1.0]))(a(t), t.tensor(LABELS))),
+    ("Sequential append", lambda t: len(t.nn.Sequential(t.nn.ReLU()).append(t.nn.Tanh()))),
+    ("eval returns self", lambda t: (lambda m: m.eval() is m)(t.nn.ReLU())),
+    ("optimizer state_dict keys", lambda t: (lambda o: list(o.state_dict()))(
+        t.optim.Adam([t.zeros(1, requires_grad=True)]))),
+    ("optimizer add_param_group", lambda t: (lambda o: (o.add_param_group(
+        {"params": [t.ones(1, requires_grad=True)], "lr": 0.5}), len(o.param_groups))[1])(
+        t.optim.SGD([t.zeros(1, requires_grad=True)], lr=0.1))),
+    ("WeightedRandomSampler", lambda t: len(list(t.utils.data.WeightedRandomSampler(
+        [0.1, 0.9], 5)))),
+    ("SubsetRandomSampler", lambda t: sorted(t.utils.data.SubsetRandomSampler([1, 3, 5]))),
+    ("BatchSampler", lambda t: list(t.utils.data.BatchSampler(
+        t.utils.data.SequentialSampler(range(5)), 2, drop_last=False))),
+    ("F.gumbel_softmax shape", lambda t: shape_dtype(t.nn.functional.gumbel_softmax(
+        a(t), tau=0.5, hard=True))),
+    ("F.softmax dtype", lambda t: t.nn.functional.softmax(a(t), dim=1, dtype=t.float64)),
+    ("F.cross_entropy weight", lambda t: t.nn.functional.cross_entropy(
+        a(t), t.tensor(LABELS), weight=t.tensor([1.0, 2.0, 0.5, 1.0]))),
+    ("F.avg_pool1d", lambda t: t.nn.functional.avg_pool1d(t.tensor(SEQ), 2)),
+    ("F.max_pool1d", lambda t: t.nn.functional.max_pool1d(t.tensor(SEQ), 2)),
+    ("F.adaptive_max_pool2d", lambda t: t.nn.functional.adaptive_max_pool2d(t.tensor(IMG), 2)),
+    ("F.conv_transpose2d", lambda t: t.nn.functional.conv_transpose2d(
+        t.tensor(IMG), t.ones(3, 2, 2, 2), stride=2)),
+    ("F.grid? affine sample? no: F.hardswish", lambda t: t.nn.functional.hardswish(a(t))),
+    ("F.selu", lambda t: t.nn.functional.selu(a(t))),
+    ("F.celu", lambda t: t.nn.functional.celu(a(t))),
+    ("F.threshold", lambda t: t.nn.functional.threshold(a(t), 0.1, 20.0)),
+    ("F.poisson_nll_loss", lambda t: t.nn.functional.poisson_nll_loss(a(t), t.tensor(P))),
+    ("F.gaussian_nll_loss", lambda t: t.nn.functional.gaussian_nll_loss(
+        a(t), t.zeros(3, 4), t.tensor(P))),
+    ("F.cosine_embedding_loss", lambda t: t.nn.functional.cosine_embedding_loss(
+        a(t), a(t) + 1, t.tensor([1, -1, 1]))),
+    ("F.soft_margin_loss", lambda t: t.nn.functional.soft_margin_loss(a(t), t.ones(3, 4))),
+    ("F.multi_margin_loss", lambda t: t.nn.functional.multi_margin_loss(a(t), t.tensor(LABELS))),
+]
+
 GROUPS = {"creation": CREATION, "tensor": TENSOR, "nn": NN, "functional": FUNCTIONAL,
-          "optim": OPTIM, "data": DATA, "autograd": AUTOGRAD, "serialization": SERIALIZATION}
+          "optim": OPTIM, "data": DATA, "autograd": AUTOGRAD, "serialization": SERIALIZATION,
+          "more": MORE}
 ENTRIES = [(f"{group}: {name}", fn) for group, entries in GROUPS.items()
            for name, fn in entries]
