@@ -1,10 +1,12 @@
-"""About 500 everyday PyTorch calls (tests/torch_checklist.py), each run with torch and with
-tensorgrad in its place, the results compared: values, shapes and dtypes."""
+"""About 500 everyday PyTorch calls (torch_checklist_tensors.py, torch_checklist_nn.py), each
+run with torch and with tensorgrad in its place, the results compared: values, shapes and
+dtypes."""
 import numpy as np
 import pytest
 
 import tensorgrad as tg
-from torch_checklist import ENTRIES
+import torch_checklist_nn as nn_calls
+import torch_checklist_tensors as tensor_calls
 
 torch = pytest.importorskip("torch")
 
@@ -49,6 +51,14 @@ def same(ours, theirs, where="result"):
         assert ours == pytest.approx(theirs, rel=1e-5, abs=1e-7), where
     else:
         assert ours == theirs and type(ours) is type(theirs), f"{where}: {ours!r} != {theirs!r}"
+
+
+GROUPS = {"creation": tensor_calls.CREATION, "tensor": tensor_calls.TENSOR,
+          "more": tensor_calls.MORE, "nn": nn_calls.NN, "functional": nn_calls.FUNCTIONAL,
+          "optim": nn_calls.OPTIM, "data": nn_calls.DATA, "autograd": nn_calls.AUTOGRAD,
+          "serialization": nn_calls.SERIALIZATION}
+ENTRIES = [(f"{group}: {name}", fn) for group, entries in GROUPS.items()
+           for name, fn in entries]
 
 
 @pytest.mark.parametrize("name, fn", ENTRIES)
