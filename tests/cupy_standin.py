@@ -15,6 +15,9 @@ sys.modules, built from the installed real CuPy (which imports without a GPU):
   are NumPy 2's, which CuPy 14 follows.
 - Random numbers come from CuPy's API (`default_rng`'s Generator has only CuPy's methods) on a
   different bit generator than NumPy's, so a test cannot assume the CPU's stream.
+- NCCL is a world of one rank (its names read from the real cupy.cuda.nccl, which needs the NCCL
+  library); more ranks, and CUDA C++ kernel bodies, are limits (LIMITS in
+  cupy_standin_array.py).
 """
 import ctypes
 import sys
@@ -28,6 +31,7 @@ from cupy_standin_array import (
     CREATION, KERNEL_NAMES, LIMITS, MODULES, UFUNC_METHODS, Indexer, Missing, Ufunc, ndarray,
     ndarray_method, on_device,
 )
+
 
 # --- building the modules from the real package's names -----------------------------------------
 def _public(module):
