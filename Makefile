@@ -1,11 +1,13 @@
 # Two entry points for a fresh machine with python3, pip and make:
 #   make demo   creates .venv, installs tensorgrad, trains a character-level GPT on the stdlib
 #   make test   creates .venv, installs tensorgrad[dev], runs the test suite
+#   make test-parity   also installs torch, transformers and peft, and runs the suite with them
+#   make docs   builds the documentation site into docs/_build/html, running every tutorial
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint clean
+.PHONY: demo test test-parity docs lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -19,11 +21,25 @@ $(VENV)/.installed-dev: pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e ".[dev,examples]"
 	touch $@
 
+$(VENV)/.installed-parity: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[dev,examples,parity]"
+	touch $@
+
+$(VENV)/.installed-docs: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[docs,examples]"
+	touch $@
+
 demo: $(VENV)/.installed-examples
 	$(PY) examples/train_gpt.py
 
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-parity: $(VENV)/.installed-parity
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+docs: $(VENV)/.installed-docs
+	$(MAKE) -C docs html
 
 lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check tensorgrad nn models tests examples benchmarks

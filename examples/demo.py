@@ -5,16 +5,29 @@ update is written out under no_grad. This is everything tensorgrad.nn builds on.
 
     python examples/demo.py
 """
+import argparse
 import math
 
 import tensorgrad as tg
 
 # --- configuration -----------------------------------------------------------------------
-SEED = 0
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                    argparse.RawDescriptionHelpFormatter):
+    """--help prints the whole docstring as written, and every option's default."""
+
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+parser.add_argument("--steps", type=int, default=300, help="gradient steps")
+parser.add_argument("--seed", type=int, default=0, help="random seed: data and weights")
+parser.add_argument("--quick", action="store_true", help="100 steps: checks that it learns")
+args = parser.parse_args()
+
+SEED = args.seed
 N_POINTS = 1000          # per moon
 NOISE = 0.15
 HIDDEN = 32
-STEPS = 300
+STEPS = 100 if args.quick else args.steps
 LEARNING_RATE = 0.5
 BATCH = 256
 

@@ -37,20 +37,24 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_bert  # noqa: E402  (pre-trains when there is no checkpoint yet)
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                    argparse.RawDescriptionHelpFormatter):
+    """--help prints the whole docstring as written, and every option's default."""
+
+
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--out", default=os.path.join("out", "bert"),
                    help="train_bert.py's output folder (its model/ is read)")
     p.add_argument("--max-length", type=int, default=64, help="tokens per docstring")
-    p.add_argument("--epochs", type=int, default=4)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=5e-4)
-    p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--epochs", type=int, default=4, help="passes over the training set")
+    p.add_argument("--batch-size", type=int, default=32, help="examples per training step")
+    p.add_argument("--lr", type=float, default=5e-4, help="peak learning rate (AdamW)")
+    p.add_argument("--dropout", type=float, default=0.1, help="dropout probability")
+    p.add_argument("--seed", type=int, default=0, help="random seed: weights, data order, sampling")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--labelled", type=int, default=None,
-                   help="fine-tune on this many labelled docstrings (default: all)")
+                   help="fine-tune on this many labelled docstrings (None: all)")
     p.add_argument("--quick", action="store_true", help="one epoch on 200 docstrings")
     return p.parse_args(argv)
 

@@ -35,27 +35,33 @@ TARGETS = {"attention": ["qkv_proj", "out_proj"], "all-linear": "all-linear"}
 
 
 # --- configuration ------------------------------------------------------------------------------
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                    argparse.RawDescriptionHelpFormatter):
+    """--help prints the whole docstring as written, and every option's default."""
+
+
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--base", default=os.path.join("out", "gpt"),
                    help="a train_gpt.py output folder (ckpt.safetensors + tokenizer.json)")
     p.add_argument("--base-steps", type=int, default=400, help="training a base model when "
                    "--base has none")
     p.add_argument("--old-chars", type=int, default=2_500_000, help="the base corpus' length "
                    "(train_gpt.py --corpus-chars): its last 10%% is the old validation text")
-    p.add_argument("--ranks", type=int, nargs="+", default=[1, 4, 16])
+    p.add_argument("--ranks", type=int, nargs="+", default=[1, 4, 16], help="LoRA ranks to compare")
     p.add_argument("--lora-alpha", type=float, default=16.0, help="fixed across ranks, as in "
                    "Hu et al.: the update is scaled by alpha / r")
-    p.add_argument("--steps", type=int, default=150)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--lr-full", type=float, default=1e-3)
+    p.add_argument("--steps", type=int, default=150, help="training steps")
+    p.add_argument("--batch-size", type=int, default=16, help="examples per training step")
+    p.add_argument("--lr-full", type=float, default=1e-3, help="learning rate of full fine-tuning")
     p.add_argument("--lr-lora", type=float, default=5e-3, help="LoRA takes larger steps: B "
                    "starts at zero and only the adapter moves")
-    p.add_argument("--eval-every", type=int, default=25)
-    p.add_argument("--eval-batches", type=int, default=8)
-    p.add_argument("--seed", type=int, default=1337)
-    p.add_argument("--out", default=os.path.join("out", "lora"))
+    p.add_argument("--eval-every", type=int, default=25, help="steps between evaluations")
+    p.add_argument("--eval-batches", type=int, default=8, help="batches per validation estimate")
+    p.add_argument("--seed", type=int, default=1337,
+                   help="random seed: weights, data order, sampling")
+    p.add_argument("--out", default=os.path.join("out", "lora"),
+                   help="folder for everything it writes")
     p.add_argument("--quick", action="store_true", help="a tiny base model and a few steps")
     p.add_argument("--run-one", nargs=2, metavar=("METHOD", "RANK"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)

@@ -33,21 +33,26 @@ SHOTS = (0, 1, 2, 4, 8)
 
 
 # --- configuration ------------------------------------------------------------------------------
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                    argparse.RawDescriptionHelpFormatter):
+    """--help prints the whole docstring as written, and every option's default."""
+
+
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--quick", action="store_true", help="a shorter pre-training")
-    p.add_argument("--steps", type=int, default=400)
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--steps", type=int, default=400, help="training steps")
+    p.add_argument("--batch-size", type=int, default=32, help="examples per training step")
     p.add_argument("--n-pairs", type=int, default=12, help="examples per pre-training sequence")
     p.add_argument("--n-layer", type=int, default=1, help="one attention layer can do the lookup")
-    p.add_argument("--n-head", type=int, default=2)
-    p.add_argument("--n-embd", type=int, default=64)
-    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--n-head", type=int, default=2, help="attention heads per block")
+    p.add_argument("--n-embd", type=int, default=64, help="model width (embedding size)")
+    p.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (AdamW)")
     p.add_argument("--held-out", type=int, default=64, help="permutations kept out of training")
     p.add_argument("--queries", type=int, default=16, help="queries per held-out function")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=os.path.join("out", "icl"))
+    p.add_argument("--seed", type=int, default=0, help="random seed: weights, data order, sampling")
+    p.add_argument("--out", default=os.path.join("out", "icl"),
+                   help="folder for everything it writes")
     args = p.parse_args(argv)
     if args.quick:
         args.steps, args.queries = 120, 8

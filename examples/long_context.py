@@ -28,23 +28,30 @@ DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 
 # --- configuration ------------------------------------------------------------------------------
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                    argparse.RawDescriptionHelpFormatter):
+    """--help prints the whole docstring as written, and every option's default."""
+
+
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--context", type=int, default=1024, help="characters per window")
     p.add_argument("--steps", type=int, default=60, help="training steps, the same for all")
-    p.add_argument("--batch-size", type=int, default=2)
-    p.add_argument("--n-layer", type=int, default=2)
-    p.add_argument("--n-head", type=int, default=4)
-    p.add_argument("--n-embd", type=int, default=64)
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--eval-batches", type=int, default=4)
-    p.add_argument("--corpus-chars", type=int, default=1_000_000)
-    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--batch-size", type=int, default=2, help="examples per training step")
+    p.add_argument("--n-layer", type=int, default=2, help="transformer blocks")
+    p.add_argument("--n-head", type=int, default=4, help="attention heads per block")
+    p.add_argument("--n-embd", type=int, default=64, help="model width (embedding size)")
+    p.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (AdamW)")
+    p.add_argument("--eval-batches", type=int, default=4, help="batches per validation estimate")
+    p.add_argument("--corpus-chars", type=int, default=1_000_000,
+                   help="characters of standard-library text to read")
+    p.add_argument("--seed", type=int, default=1337,
+                   help="random seed: weights, data order, sampling")
     p.add_argument("--quick", action="store_true", help="context 128, 4 steps: checks it runs")
     p.add_argument("--masks", default=os.path.join(DOCS, "attention_masks.png"),
                    help="where the mask picture goes ('' for none)")
-    p.add_argument("--masks-only", action="store_true")
+    p.add_argument("--masks-only", action="store_true",
+                   help="draw the attention-mask picture and stop")
     args = p.parse_args(argv)
     if args.quick:
         args.context, args.steps, args.eval_batches, args.corpus_chars = 128, 4, 1, 50_000

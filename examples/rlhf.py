@@ -44,24 +44,29 @@ from tensorgrad.models.rlhf import (
 
 
 # --- configuration ------------------------------------------------------------------------------
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                    argparse.RawDescriptionHelpFormatter):
+    """--help prints the whole docstring as written, and every option's default."""
+
+
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--quick", action="store_true", help="every stage, a few times shorter")
-    p.add_argument("--n-layer", type=int, default=2)
-    p.add_argument("--n-embd", type=int, default=64)
+    p.add_argument("--n-layer", type=int, default=2, help="transformer blocks")
+    p.add_argument("--n-embd", type=int, default=64, help="model width (embedding size)")
     p.add_argument("--sign-off", type=float, default=0.5,
                    help="the fraction of demonstrations that end with the sign-off")
-    p.add_argument("--sft-steps", type=int, default=800)
-    p.add_argument("--rm-steps", type=int, default=1500)
+    p.add_argument("--sft-steps", type=int, default=800, help="supervised fine-tuning steps")
+    p.add_argument("--rm-steps", type=int, default=1500, help="reward-model training steps")
     p.add_argument("--rm-tasks", type=int, default=800,
                    help="training prompts whose sampled answers the judge ranks into pairs")
     p.add_argument("--rm-corrupted", type=int, default=8000,
                    help="training prompts with a (correct, corrupted) pair each: telling a right "
                    "answer from a near miss is what the reward model needs most data for")
-    p.add_argument("--ppo-iters", type=int, default=20)
-    p.add_argument("--dpo-steps", type=int, default=150)
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--ppo-iters", type=int, default=20,
+                   help="PPO iterations (sample, score, update)")
+    p.add_argument("--dpo-steps", type=int, default=150, help="DPO training steps")
+    p.add_argument("--batch-size", type=int, default=64, help="examples per training step")
     p.add_argument("--rollouts", type=int, default=128, help="PPO samples per iteration: more "
                    "samples, less noisy advantages")
     p.add_argument("--reward", choices=["judge", "model"], default="model",
@@ -70,14 +75,16 @@ def parse_args(argv=None):
     p.add_argument("--beta", type=float, default=0.2, help="the KL penalty's weight: lower "
                    "lets PPO over-optimise the reward model")
     p.add_argument("--kl-target", type=float, default=None,
-                   help="adapt beta towards this KL per response (default: beta fixed)")
+                   help="adapt beta towards this KL per response (None: beta fixed)")
     p.add_argument("--kl-horizon", type=int, default=500,
                    help="with --kl-target: beta moves by at most 20%% per this many samples "
                    "(Ziegler et al. use 10,000 over far longer runs)")
     p.add_argument("--dpo-beta", type=float, default=0.5, help="higher keeps DPO nearer SFT")
-    p.add_argument("--eval-tasks", type=int, default=300)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=os.path.join("out", "rlhf"))
+    p.add_argument("--eval-tasks", type=int, default=300,
+                   help="held-out tasks scored after each stage")
+    p.add_argument("--seed", type=int, default=0, help="random seed: weights, data order, sampling")
+    p.add_argument("--out", default=os.path.join("out", "rlhf"),
+                   help="folder for everything it writes")
     args = p.parse_args(argv)
     if args.quick:
         args.sft_steps, args.rm_steps, args.ppo_iters, args.dpo_steps = 700, 500, 10, 60

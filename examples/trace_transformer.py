@@ -27,15 +27,23 @@ QUICK_TRAINING = ["--n-layer", "2", "--n-head", "4", "--n-embd", "64", "--block-
                   "--corpus-chars", "500000", "--samples", "0"]
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                    argparse.RawDescriptionHelpFormatter):
+    """--help prints the whole docstring as written, and every option's default."""
+
+
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--prompt", default="The movie ended")
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    p.add_argument("--prompt", default="The movie ended",
+                   help="the prompt to follow through the model")
     p.add_argument("--position", type=int, default=None,
-                   help="the query position to follow (default: the middle of the prompt)")
+                   help="the query position to follow (None: the middle of the prompt)")
     p.add_argument("--model", default=os.path.join("out", "gpt"),
                    help="a folder written by train_gpt.py")
-    p.add_argument("--out", default=os.path.join("out", "trace"))
+    p.add_argument("--out", default=os.path.join("out", "trace"),
+                   help="folder for everything it writes")
+    p.add_argument("--quick", action="store_true", help="trace a model trained for 60 steps "
+                   "only: the mechanics, not what a trained model attends to")
     return p.parse_args(argv)
 
 
@@ -44,10 +52,12 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
 
     # --- a trained model ------------------------------------------------------------------------
-    if not os.path.exists(os.path.join(args.model, "ckpt.safetensors")):
-        print(f"no checkpoint in {args.model}: training a tiny model for a few seconds first")
+    if args.quick or not os.path.exists(os.path.join(args.model, "ckpt.safetensors")):
+        steps = ["--steps", "60"] if args.quick else []
+        why = "--quick" if args.quick else f"no checkpoint in {args.model}"
+        print(f"training a tiny model into {args.out}/model first ({why})")
         args.model = os.path.join(args.out, "model")
-        train_gpt.main(QUICK_TRAINING + ["--out", args.model])
+        train_gpt.main(QUICK_TRAINING + steps + ["--out", args.model])
     model, tokenizer = train_gpt.load_checkpoint(args.model)
     ids = tg.tensor([tokenizer.encode(args.prompt)])  # (1, T)
     tokens = [tokenizer.decode([i]) for i in ids[0].tolist()]

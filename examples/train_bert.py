@@ -37,28 +37,35 @@ from train_gpt import Progress  # noqa: E402  (the same progress bar)
 
 
 # --- configuration ------------------------------------------------------------------------------
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                    argparse.RawDescriptionHelpFormatter):
+    """--help prints the whole docstring as written, and every option's default."""
+
+
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--packages", nargs="*", default=None,
-                   help="top-level stdlib packages to read (default: the whole library)")
-    p.add_argument("--vocab-size", type=int, default=4000)
+                   help="top-level stdlib packages to read (None: the whole library)")
+    p.add_argument("--vocab-size", type=int, default=4000, help="WordPiece vocabulary size")
     p.add_argument("--max-length", type=int, default=64, help="tokens per sentence pair")
     # model: BertConfig.bert_tiny's width with short positions
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--hidden", type=int, default=128)
-    p.add_argument("--heads", type=int, default=2)
+    p.add_argument("--layers", type=int, default=2, help="encoder blocks")
+    p.add_argument("--hidden", type=int, default=128, help="model width")
+    p.add_argument("--heads", type=int, default=2, help="attention heads per block")
     # optimisation: AdamW, linear warmup then linear decay (the paper's schedule)
-    p.add_argument("--steps", type=int, default=1500)
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--steps", type=int, default=1500, help="training steps")
+    p.add_argument("--batch-size", type=int, default=32, help="examples per training step")
     p.add_argument("--lr", type=float, default=1e-3, help="peak; small models take large rates")
-    p.add_argument("--warmup", type=int, default=100)
-    p.add_argument("--weight-decay", type=float, default=0.01)
-    p.add_argument("--eval-every", type=int, default=100)
-    p.add_argument("--eval-pairs", type=int, default=512)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--warmup", type=int, default=100, help="learning-rate warm-up steps")
+    p.add_argument("--weight-decay", type=float, default=0.01,
+                   help="AdamW's decoupled weight decay")
+    p.add_argument("--eval-every", type=int, default=100, help="steps between evaluations")
+    p.add_argument("--eval-pairs", type=int, default=512,
+                   help="held-out sentence pairs per evaluation")
+    p.add_argument("--seed", type=int, default=0, help="random seed: weights, data order, sampling")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
-    p.add_argument("--out", default=os.path.join("out", "bert"))
+    p.add_argument("--out", default=os.path.join("out", "bert"),
+                   help="folder for everything it writes")
     p.add_argument("--quick", action="store_true",
                    help="a few steps on three packages: checks that everything runs")
     args = p.parse_args(argv)
@@ -153,7 +160,7 @@ def main(argv=None):
         if done % args.eval_every == 0 or done == args.steps:
             history["val"].append([done, evaluate()])
         progress.update(done, loss=history["train"][-1],
-                        val=history["val"][-1][1]["mlm"] if history["val"] else None,
+                        val=("val_acc", history["val"][-1][1]["mlm"] if history["val"] else None),
                         tokens_per_s=batch["attention_mask"].sum().item()
                         / (time.perf_counter() - tick))
     progress.close()

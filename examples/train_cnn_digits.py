@@ -27,10 +27,18 @@ LR = 3e-3
 WEIGHT_DECAY = 1e-4     # light: the convolutions have few weights to begin with
 WARMUP_STEPS = 20
 
-parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-parser.add_argument("--epochs", type=int, default=EPOCHS)
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                    argparse.RawDescriptionHelpFormatter):
+    """--help prints the whole docstring as written, and every option's default."""
+
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+parser.add_argument("--epochs", type=int, default=EPOCHS, help="passes over the training set")
 parser.add_argument("--max-steps", type=int, default=None, help="stop after this many steps")
+parser.add_argument("--quick", action="store_true", help="2 epochs: checks that it learns")
 args = parser.parse_args()
+if args.quick:
+    args.epochs = 2
 tg.manual_seed(SEED)
 
 # --- data: 8x8 grey levels 0..16, scaled to [0, 1], one channel ------------------------------

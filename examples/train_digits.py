@@ -6,8 +6,8 @@ clipping, and a checkpoint that resumes exactly. Runs in a few seconds on a lapt
 
     python examples/train_digits.py
 """
+import argparse
 import os
-import tempfile
 import time
 
 from sklearn.datasets import load_digits
@@ -19,16 +19,29 @@ from tensorgrad.nn import optim
 from tensorgrad.nn.optim import lr_scheduler
 
 # --- configuration -------------------------------------------------------------------------------
-SEED = 0
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                    argparse.RawDescriptionHelpFormatter):
+    """--help prints the whole docstring as written, and every option's default."""
+
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+parser.add_argument("--epochs", type=int, default=12, help="passes over the training set")
+parser.add_argument("--seed", type=int, default=0, help="random seed: weights, split, order")
+parser.add_argument("--out", default=os.path.join("out", "digits"), help="checkpoint folder")
+parser.add_argument("--quick", action="store_true", help="3 epochs: checks that it learns")
+args = parser.parse_args()
+
+SEED = args.seed
 HIDDEN = 128
 DROPOUT = 0.1
-EPOCHS = 12
+EPOCHS = 3 if args.quick else args.epochs
 BATCH = 64
 LR = 3e-3
 WEIGHT_DECAY = 0.05     # on the two weight matrices only
 WARMUP_STEPS = 30
 CLIP_NORM = 1.0
-OUT_DIR = os.path.join(tempfile.gettempdir(), "tensorgrad-train-digits")
+OUT_DIR = args.out
 
 tg.manual_seed(SEED)
 

@@ -35,44 +35,60 @@ from tensorgrad.models.data import python_stdlib_corpus, random_windows
 
 
 # --- configuration ------------------------------------------------------------------------------
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                    argparse.RawDescriptionHelpFormatter):
+    """--help prints the whole docstring as written, and every option's default."""
+
+
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--data", help="a UTF-8 text file (default: Python standard library source)")
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    p.add_argument("--data", help="a UTF-8 text file (None: Python standard library source)")
     p.add_argument("--corpus-chars", type=int, default=2_500_000,
                    help="characters of standard library source in the default corpus")
     p.add_argument("--val-fraction", type=float, default=0.1, help="held-out tail of the text")
     # model: GPT-mini (GPTConfig.mini) over characters
-    p.add_argument("--n-layer", type=int, default=4)
-    p.add_argument("--n-head", type=int, default=4)
-    p.add_argument("--n-embd", type=int, default=128)
+    p.add_argument("--n-layer", type=int, default=4, help="transformer blocks")
+    p.add_argument("--n-head", type=int, default=4, help="attention heads per block")
+    p.add_argument("--n-embd", type=int, default=128, help="model width (embedding size)")
     p.add_argument("--block-size", type=int, default=64, help="context length in characters")
     p.add_argument("--dropout", type=float, default=0.0, help="a few minutes of training do "
                    "not overfit 2 MB of text")
     # optimisation: AdamW, linear warmup then cosine decay (GPT-style)
-    p.add_argument("--steps", type=int, default=1500)
-    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--steps", type=int, default=1500, help="training steps")
+    p.add_argument("--batch-size", type=int, default=16, help="examples per training step")
     p.add_argument("--lr", type=float, default=3e-3, help="peak; small models take large rates")
-    p.add_argument("--min-lr-ratio", type=float, default=0.1)
-    p.add_argument("--warmup", type=int, default=50)
-    p.add_argument("--weight-decay", type=float, default=0.1)
-    p.add_argument("--grad-clip", type=float, default=1.0)
+    p.add_argument("--min-lr-ratio", type=float, default=0.1,
+                   help="the cosine schedule ends at lr times this")
+    p.add_argument("--warmup", type=int, default=50, help="learning-rate warm-up steps")
+    p.add_argument("--weight-decay", type=float, default=0.1, help="AdamW's decoupled weight decay")
+    p.add_argument("--grad-clip", type=float, default=1.0,
+                   help="largest gradient norm (clipped above)")
     # evaluation, checkpoints, sampling
-    p.add_argument("--eval-every", type=int, default=100)
-    p.add_argument("--eval-batches", type=int, default=8)
-    p.add_argument("--ckpt-every", type=int, default=500)
-    p.add_argument("--samples", type=int, default=2)
-    p.add_argument("--sample-chars", type=int, default=400)
-    p.add_argument("--prompt", default="def ")
-    p.add_argument("--temperature", type=float, default=0.8)
-    p.add_argument("--top-k", type=int, default=None)
-    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--eval-every", type=int, default=100, help="steps between evaluations")
+    p.add_argument("--eval-batches", type=int, default=8, help="batches per validation estimate")
+    p.add_argument("--ckpt-every", type=int, default=500, help="steps between checkpoints")
+    p.add_argument("--samples", type=int, default=2, help="samples generated at the end")
+    p.add_argument("--sample-chars", type=int, default=400, help="characters per sample")
+    p.add_argument("--prompt", default="def ", help="what the samples start from")
+    p.add_argument("--temperature", type=float, default=0.8, help="sampling temperature")
+    p.add_argument("--top-k", type=int, default=None,
+                   help="sample among the k likeliest tokens (None: all)")
+    p.add_argument("--seed", type=int, default=1337,
+                   help="random seed: weights, data order, sampling")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
-    p.add_argument("--out", default=os.path.join("out", "gpt"))
+    p.add_argument("--out", default=os.path.join("out", "gpt"),
+                   help="folder for everything it writes")
     p.add_argument("--resume", action="store_true", help="continue from OUT/ckpt.safetensors")
     p.add_argument("--ddp", action="store_true", help="data-parallel over the processes of "
                    "mpiexec -n N (tensorgrad.distributed); each takes batch-size / N windows")
-    return p.parse_args(argv)
+    p.add_argument("--quick", action="store_true", help="a 2-block model, 100 steps on 300k "
+                   "characters: checks that the loss falls; the samples are not Python yet")
+    args = p.parse_args(argv)
+    if args.quick:
+        vars(args).update(n_layer=2, n_embd=64, steps=100, warmup=10, eval_every=50,
+                          eval_batches=2, ckpt_every=100, corpus_chars=300_000, samples=1,
+                          sample_chars=120)
+    return args
 
 
 def main(argv=None):
@@ -169,7 +185,7 @@ def main(argv=None):
         if lead and (done % args.eval_every == 0 or done == args.steps):
             history["val"].append([done, val_loss()])
         progress.update(done, loss=history["train"][-1],
-                        val=history["val"][-1][1] if history["val"] else None,
+                        val=("val_loss", history["val"][-1][1] if history["val"] else None),
                         tokens_per_s=tokens_per_step / (time.perf_counter() - tick))
         if lead and (done % args.ckpt_every == 0 or done == args.steps):
             save_checkpoint(ckpt_path, model, optimizer, schedule, done, history)
@@ -243,16 +259,22 @@ class Progress:
 
     def __init__(self, start, total, quiet=False):
         self.total, self.every, self.quiet = total, max(1, total // 20), quiet
+        self.bar = None
         try:
             from tqdm import tqdm
-            self.bar = None if quiet else tqdm(total=total, initial=start, unit="step",
-                                               dynamic_ncols=True)
+            self.tqdm = None if quiet else tqdm
         except ImportError:
-            self.bar = None
+            self.tqdm = None
 
     def update(self, step, loss, val, tokens_per_s):
-        stats = {"loss": f"{loss:.3f}", "val": "-" if val is None else f"{val:.3f}",
+        """val: (label, value or None), a label with one meaning: val_loss or val_acc."""
+        label, value = val
+        stats = {"loss": f"{loss:.3f}", label: "-" if value is None else f"{value:.3f}",
                  "tok/s": f"{tokens_per_s:,.0f}"}
+        if self.bar is None and self.tqdm is not None:
+            # started after the first step, which may wait for kernels to compile or load:
+            # its time would make the bar's rate and estimate wrong for the whole run
+            self.bar = self.tqdm(total=self.total, initial=step, unit="step", dynamic_ncols=True)
         if self.bar is not None:
             self.bar.update(step - self.bar.n)
             self.bar.set_postfix(stats, refresh=False)

@@ -21,13 +21,20 @@ from tensorgrad.nn import optim
 from tensorgrad.utils.data import DataLoader, Dataset, random_split
 
 # --- configuration -------------------------------------------------------------------------------
-parser = argparse.ArgumentParser(description="Digits, trained the way a PyTorch script does.")
-parser.add_argument("--epochs", type=int, default=15)
-parser.add_argument("--seed", type=int, default=0)
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                    argparse.RawDescriptionHelpFormatter):
+    """--help prints the whole docstring as written, and every option's default."""
+
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+parser.add_argument("--epochs", type=int, default=15, help="passes over the training set")
+parser.add_argument("--seed", type=int, default=0,
+                    help="random seed: weights, data order, sampling")
+parser.add_argument("--quick", action="store_true", help="2 epochs: checks that it learns")
 args = parser.parse_args()
 
 SEED = args.seed
-EPOCHS = args.epochs
+EPOCHS = 2 if args.quick else args.epochs
 SPLIT = [0.7, 0.15, 0.15]   # train / validation / test fractions
 BATCH_SIZE = 64
 HIDDEN = 128

@@ -36,21 +36,25 @@ from tensorgrad.models.span_corruption import SpanCorruption  # noqa: E402
 
 
 # --- configuration ------------------------------------------------------------------------------
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                    argparse.RawDescriptionHelpFormatter):
+    """--help prints the whole docstring as written, and every option's default."""
+
+
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--d-model", type=int, default=64)
-    p.add_argument("--heads", type=int, default=4)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    p.add_argument("--d-model", type=int, default=64, help="model width")
+    p.add_argument("--heads", type=int, default=4, help="attention heads per block")
     p.add_argument("--layers", type=int, default=2, help="in each of encoder and decoder")
-    p.add_argument("--d-ff", type=int, default=192)
+    p.add_argument("--d-ff", type=int, default=192, help="feed-forward inner width")
     p.add_argument("--pretrain-steps", type=int, default=100, help="span corruption on stdlib")
     p.add_argument("--steps", type=int, default=5000, help="multi-task training steps")
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--batch-size", type=int, default=64, help="examples per training step")
+    p.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (AdamW)")
     p.add_argument("--max-len", type=int, default=6, help="longest string to reverse or sort")
     p.add_argument("--held-out", type=int, default=200, help="test examples per task")
-    p.add_argument("--num-beams", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--num-beams", type=int, default=3, help="beams in beam search")
+    p.add_argument("--seed", type=int, default=0, help="random seed: weights, data order, sampling")
     p.add_argument("--quick", action="store_true", help="a few steps: a smoke test")
     args = p.parse_args(argv)
     if args.quick:

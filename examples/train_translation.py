@@ -31,23 +31,28 @@ from tensorgrad.models import Seq2SeqTransformer, TransformerConfig  # noqa: E40
 from tensorgrad.nn.masks import padding_mask_from_attention_mask  # noqa: E402
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                    argparse.RawDescriptionHelpFormatter):
+    """--help prints the whole docstring as written, and every option's default."""
+
+
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--d-model", type=int, default=64)
-    p.add_argument("--heads", type=int, default=4)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    p.add_argument("--d-model", type=int, default=64, help="model width")
+    p.add_argument("--heads", type=int, default=4, help="attention heads per block")
     p.add_argument("--layers", type=int, default=2, help="in each of encoder and decoder")
-    p.add_argument("--d-ff", type=int, default=256)
-    p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--steps", type=int, default=1200)
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--d-ff", type=int, default=256, help="feed-forward inner width")
+    p.add_argument("--dropout", type=float, default=0.1, help="dropout probability")
+    p.add_argument("--steps", type=int, default=1200, help="training steps")
+    p.add_argument("--batch-size", type=int, default=64, help="examples per training step")
     p.add_argument("--warmup", type=int, default=200, help="Noam warm-up steps")
     p.add_argument("--lr-factor", type=float, default=1.0, help="the optimizer's lr: the Noam "
                    "schedule's scale (peak d_model^-0.5 warmup^-0.5 times this)")
-    p.add_argument("--held-out", type=int, default=300)
-    p.add_argument("--num-beams", type=int, default=4)
-    p.add_argument("--out", default="out/translation")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--held-out", type=int, default=300,
+                   help="numbers kept out of training for the test")
+    p.add_argument("--num-beams", type=int, default=4, help="beams in beam search")
+    p.add_argument("--out", default="out/translation", help="folder for everything it writes")
+    p.add_argument("--seed", type=int, default=0, help="random seed: weights, data order, sampling")
     p.add_argument("--quick", action="store_true", help="a few steps: a smoke test")
     args = p.parse_args(argv)
     if args.quick:

@@ -43,13 +43,19 @@ MODELS = {"vit": (ViTConfig.digits, ViTForImageClassification),
           "swin": (SwinConfig.digits, SwinForImageClassification)}
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                    argparse.RawDescriptionHelpFormatter):
+    """--help prints the whole docstring as written, and every option's default."""
+
+
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", choices=sorted(MODELS), default="vit")
-    p.add_argument("--epochs", type=int, default=None, help=f"default {EPOCHS}")
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    p.add_argument("--model", choices=sorted(MODELS), default="vit", help="which transformer")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="passes over the training set (None: 30 for vit, 40 for swin)")
     p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps")
     p.add_argument("--quick", action="store_true", help="4 steps and the pictures: a smoke test")
-    p.add_argument("--out", default=None, help="folder for the pictures (default out/MODEL_digits)")
+    p.add_argument("--out", default=None, help="folder for the pictures (None: out/MODEL_digits)")
     args = p.parse_args(argv)
     if args.quick:
         args.max_steps = 4

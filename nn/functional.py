@@ -254,3 +254,49 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
         a = 1.0 / _math.sqrt((_SELU_ALPHA ** 2 * p + 1.0) * (1.0 - p))
         return x * (keep * a) + ((keep - 1.0) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p)
     return _maybe_inplace(input, drop, inplace, "alpha_dropout")
+
+
+# --- Gumbel-softmax and the multi-class margin loss (composites) -------------------------------
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """softmax((logits + g) / tau) along dim with g ~ Gumbel(0, 1) (Jang et al., 2017); hard:
+    the one-hot of its argmax in the forward, the soft sample's gradient in the backward
+    (straight-through). eps is deprecated and unused, as in PyTorch."""
+    if eps != 1e-10:
+        _warnings.warn("gumbel_softmax: the eps argument is deprecated and has no effect",
+                       stacklevel=2)
+    exponential = -(1.0 - tg.rand_like(logits)).log()  # (0, inf): 1 - U is never 0
+    soft = ((logits - exponential.log()) / tau).softmax(dim)
+    if not hard:
+        return soft
+    chosen = tg.zeros_like(soft).scatter(dim, soft.argmax(dim, keepdim=True), 1.0)
+    return chosen - soft.detach() + soft
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    """Multi-class hinge loss: for each row, sum over classes i != y of
+    max(0, margin - x[y] + x[i])^p (times weight[y]), divided by the number of classes.
+    input (N, C) or (C,), target (N,) or () class indices; p is 1 or 2."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"multi_margin_loss: reduction must be one of ('mean', 'sum', "
+                         f"'none'), got {reduction!r}")
+    if p not in (1, 2):
+        raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 are supported, got {p}")
+    if input.ndim not in (1, 2) or target.numel() != (input.shape[0] if input.ndim == 2 else 1):
+        raise ValueError(f"multi_margin_loss: expected input (N, C) or (C,) and target (N,) or "
+                         f"(), got {tuple(input.shape)} and {tuple(target.shape)}")
+    x = input.reshape(-1, input.shape[-1])  # (N, C)
+    y = target.reshape(-1, 1).long()  # (N, 1)
+    hinge = (margin - x.gather(1, y) + x).clamp(min=0)  # (N, C)
+    if p == 2:
+        hinge = hinge * hinge
+    if weight is not None:
+        hinge = hinge * weight[y]  # (N, C) * (N, 1)
+    own_class = tg.arange(x.shape[1], device=x.device) == y  # (N, C)
+    loss = hinge.masked_fill(own_class, 0.0).sum(1) / x.shape[1]  # (N,)
+    if input.ndim == 1:
+        loss = loss.reshape(())
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.mean()

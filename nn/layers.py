@@ -75,6 +75,20 @@ class Embedding(Module):
                                          dtype=dtype))
         self.reset_parameters()
 
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None):
+        """An Embedding holding a copy of the (num_embeddings, embedding_dim) tensor, frozen
+        (requires_grad=False) unless freeze=False."""
+        if embeddings.ndim != 2:
+            raise ValueError(f"Embedding.from_pretrained: expected a 2-D tensor, got shape "
+                             f"{tuple(embeddings.shape)}")
+        module = cls(*embeddings.shape, padding_idx=padding_idx, device=embeddings.device,
+                     dtype=embeddings.dtype)
+        with tg.no_grad():
+            module.weight.copy_(embeddings)
+        module.weight.requires_grad_(not freeze)
+        return module
+
     def reset_parameters(self):
         init.normal_(self.weight)
         if self.padding_idx is not None:

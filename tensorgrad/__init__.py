@@ -29,8 +29,8 @@ from .size import Size  # noqa: F401
 from .tensor import Tensor, device  # noqa: F401
 from .creation import (  # noqa: F401
     arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, is_tensor,
-    linspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm, tensor, zeros,
-    zeros_like,
+    linspace, logspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm,
+    tensor, zeros, zeros_like,
 )
 # torch.linalg's norms; imported by path, as `from .ops import *` bound ops.linalg to the name
 linalg = _importlib.import_module(".linalg", __name__)

@@ -198,6 +198,14 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     return t.requires_grad_(True) if requires_grad else t
 
 
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    """base ** linspace(start, end, steps), computed in float64 then cast."""
+    dtype = _backends.as_dtype(dtype) or _backends.get_default_dtype()
+    exponents = linspace(start, end, steps, dtype=_backends.float64, device=device)
+    t = (float(base) ** exponents).to(dtype)
+    return t.requires_grad_(True) if requires_grad else t
+
+
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return _make(lambda b, s, d: b.eye(n, m, dtype=d), (), dtype, device, requires_grad)
 

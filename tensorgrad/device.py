@@ -19,7 +19,7 @@ class device(str):
 
     @property
     def type(self):
-        return self.partition(":")[0]
+        return str(self).partition(":")[0]  # a plain str: partition keeps the subclass
 
     @property
     def index(self):

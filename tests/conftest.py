@@ -1,10 +1,22 @@
 """Shared fixtures: every test that takes `device` runs on each available device.
 
+The run's header says which optional packages drive it (the compiled kernels, MKL, PyTorch) and
+its summary counts the parity tests against PyTorch, transformers and peft: they skip, with the
+reason, when those are not installed (`make test` does not install them; `make test-parity`
+does).
+
 With TENSORGRAD_CUDA_STANDIN=1 the cuda cases run on a test-only CuPy stand-in
 (tests/cupy_standin.py): the CPU computing behind CuPy's interface, not a GPU."""
+import importlib.util
+import inspect
 import os
+import re
 
 import pytest
+
+# Kernels compile in the test's own thread (not in the background while the array code runs),
+# so that which code path a test exercises never depends on how fast a compilation finished.
+os.environ.setdefault("TENSORGRAD_NUMBA", "wait")
 
 STANDIN = os.environ.get("TENSORGRAD_CUDA_STANDIN") == "1"
 STANDIN_SKIP = None
@@ -15,17 +27,35 @@ if STANDIN:
 import tensorgrad as tg  # noqa: E402 - after the stand-in, so that `cupy` is the stand-in
 
 DEVICES = ["cpu", "cuda"]
+PARITY_PACKAGES = ("torch", "transformers", "peft")
+# A test uses a parity package when its function or its module's top level imports one.
+_PACKAGE = r"(torch|transformers|peft)\b"
+_USES_PARITY = re.compile(rf"""importorskip\(\s*["']{_PACKAGE}|^\s*(import|from)\s+{_PACKAGE}""",
+                          re.M)
+_MODULE_LEVEL = re.compile(rf"""^(\w+\s*=\s*)?(pytest\.importorskip\(\s*["']{_PACKAGE}"""
+                           rf"""|(import|from)\s+{_PACKAGE})""", re.M)
+
+
+def _installed(name):
+    return importlib.util.find_spec(name) is not None
 
 
 def pytest_report_header(config):
-    if not STANDIN:
-        return None
-    if STANDIN_SKIP:
-        return f"cuda cases: stand-in requested but skipped: {STANDIN_SKIP}"
-    counts = ", ".join(f"{name} {implemented}/{exposed}"
-                       for name, (exposed, implemented) in cupy_standin.count_names().items())
-    return ("cuda cases on the CuPy STAND-IN (not a GPU): NumPy behind the real cupy's names "
-            f"(implemented/exposed: {counts})")
+    from tensorgrad.backend import mkl_blas
+    kernels = ("off (TENSORGRAD_NUMBA=0)" if os.environ.get("TENSORGRAD_NUMBA") == "0"
+               else "Numba" if _installed("numba") else "none (Numba not installed)")
+    parity = [name for name in PARITY_PACKAGES if _installed(name)]
+    lines = [f"tensorgrad: CPU kernels {kernels}; products on {mkl_blas.name()}",
+             "parity packages: " + (", ".join(parity) if parity else
+                                    "none (torch, transformers, peft: their tests skip)")]
+    if STANDIN and STANDIN_SKIP:
+        lines.append(f"cuda cases: stand-in requested but skipped: {STANDIN_SKIP}")
+    elif STANDIN:
+        counts = ", ".join(f"{name} {implemented}/{exposed}"
+                           for name, (exposed, implemented) in cupy_standin.count_names().items())
+        lines.append("cuda cases on the CuPy STAND-IN (not a GPU): NumPy behind the real cupy's "
+                     f"names (implemented/exposed: {counts})")
+    return lines
 
 
 @pytest.fixture(params=DEVICES)
@@ -42,3 +72,49 @@ def device(request):
 def _seed():
     tg.manual_seed(0)
     yield
+
+
+_module_sources = {}
+
+
+def _uses_parity(item):
+    module = getattr(item, "module", None)
+    function = getattr(item, "function", None)
+    if module is None or function is None:
+        return False
+    if module.__name__ not in _module_sources:
+        try:
+            _module_sources[module.__name__] = inspect.getsource(module)
+        except (OSError, TypeError):
+            _module_sources[module.__name__] = ""
+    if _MODULE_LEVEL.search(_module_sources[module.__name__]):
+        return True
+    try:
+        return bool(_USES_PARITY.search(inspect.getsource(function)))
+    except (OSError, TypeError):
+        return False
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "parity: compares against PyTorch, transformers or peft "
+                                       "(marked automatically from the test's imports)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _uses_parity(item):
+            item.add_marker("parity")
+
+
+def pytest_terminal_summary(terminalreporter):
+    def parity(outcome):
+        return sum(1 for report in terminalreporter.stats.get(outcome, [])
+                   if "parity" in getattr(report, "keywords", {})
+                   and (outcome == "skipped" or report.when == "call"))
+    counts = {outcome: parity(outcome) for outcome in ("passed", "failed", "skipped")}
+    ran = counts["passed"] + counts["failed"]
+    missing = [name for name in PARITY_PACKAGES if not _installed(name)]
+    line = f"parity tests against PyTorch/transformers/peft: {ran} ran, {counts['skipped']} skipped"
+    if missing:
+        line += f" ({', '.join(missing)} not installed; `make test-parity` installs them)"
+    terminalreporter.write_sep("-", line)

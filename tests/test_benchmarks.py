@@ -136,7 +136,7 @@ def test_harness_runs_every_workload_on_tiny_sizes(tmp_path):
             assert rows and all(r["median"] >= 0 and r["min"] <= r["median"] <= r["max"]
                                 for r in rows if not math.isnan(r["median"])), (name, framework)
         assert f"| {name} |" in done.stdout
-    assert "Targets:" in done.stdout and len(saved["targets"]) == len(run.TARGETS)
+    assert "Targets:" in done.stdout and len(saved["targets"]) == len(run.TARGETS) + len(run.LIMITS)
     assert saved["meta"]["tensorgrad BLAS (float matmul)"].startswith(("MKL ", "NumPy's "))
 
 

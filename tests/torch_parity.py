@@ -2,12 +2,14 @@
 torch's on the same float64 arrays, then a float32 rerun that must stay float32."""
 import numpy as np
 import pytest
-from hypothesis import settings
-from hypothesis import strategies as st
-
-import tensorgrad as tg
 
 torch = pytest.importorskip("torch")
+pytest.importorskip("hypothesis")
+from hypothesis import settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import tensorgrad as tg  # noqa: E402
+
 
 FAST = settings(max_examples=12, deadline=None, derandomize=True)
 seeds = st.integers(0, 2 ** 16)

@@ -14,7 +14,7 @@ import numpy
 from .. import timing
 
 NAMES = ("matmul", "op_overhead", "mlp_step", "gpt_step", "attention", "generate", "conv2d",
-         "vit_step", "bert_step", "t5_step")
+         "vit_step", "bert_step", "t5_step", "cold_start")
 BUDGETS = {"full": timing.FULL, "quick": timing.QUICK, "tiny": timing.TINY}
 
 

@@ -58,10 +58,15 @@ class RewardModel(nn.Module):
                                     responses[i:i + batch_size])
                          for i in range(0, len(prompts), batch_size)])
         mean, std = scores.mean(), scores.std()
-        if not std.item() > 0:
+        # Equal responses score equal only to rounding (the BLAS may sum a batch's rows in
+        # different orders), so a spread within sqrt(eps) of the scores' size counts as none:
+        # dividing by it would blow rounding noise up to unit variance.
+        noise = tg.finfo(scores.dtype).eps ** 0.5 * max(scores.abs().max().item(), 1e-30)
+        if not std.item() > noise:
             raise ValueError(f"RewardModel.normalize_: the rewards of the {len(prompts)} "
-                             f"responses have standard deviation {std.item()}; it needs at "
-                             "least two responses the model scores differently")
+                             f"responses have standard deviation {std.item():.3g}, within "
+                             f"rounding of 0 (below {noise:.3g}); it needs at least two "
+                             "responses the model scores differently")
         self.head.weight.div_(std)
         self.head.bias.sub_(mean).div_(std)
         return mean.item(), std.item()

@@ -110,9 +110,10 @@ class autocast:
             _default_dtype(device_type)
         self._enabled = bool(enabled)
         if self._enabled and self.fast_dtype not in _supported():
-            warnings.warn(f"autocast: {device_type} autocast does not support "
-                          f"{self.fast_dtype}; it supports {_supported()}. "
-                          "Disabling autocast.", UserWarning, stacklevel=2)
+            asked = self.fast_dtype or "bfloat16 (tensorgrad has no bfloat16 dtype yet)"
+            warnings.warn(f"autocast: {device_type} autocast does not support {asked}; it "
+                          f"supports {[str(d) for d in _supported()]}. Disabling autocast.",
+                          UserWarning, stacklevel=2)
             self._enabled = False
         self._cache_enabled = True if cache_enabled is None else bool(cache_enabled)
 

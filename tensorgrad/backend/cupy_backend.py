@@ -15,8 +15,8 @@ class CupyBackend:
         try:
             count = cupy.cuda.runtime.getDeviceCount()
         except cupy.cuda.runtime.CUDARuntimeError as exc:  # CuPy installed, no GPU or driver
-            raise RuntimeError(f"device cuda:{index} needs CuPy and an NVIDIA GPU ({exc}); use "
-                               "device='cpu'") from None
+            raise RuntimeError(f"device 'cuda:{index}' needs CuPy and an NVIDIA GPU ({exc}); "
+                               "use device='cpu'") from None
         if index >= count:
             raise RuntimeError(f"device cuda:{index} requested but only {count} GPU(s) are visible")
         self.index = index

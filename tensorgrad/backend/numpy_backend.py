@@ -4,16 +4,22 @@ import ctypes.util
 import math
 import os
 import sys
-import warnings
 
 import numpy
 
-from . import mkl_blas, threads
+from . import kernel_loading, mkl_blas, threads
 
-try:
-    from scipy.special import erf as _scipy_erf
-except ImportError:  # scipy is optional; math.erf is exact but slower
-    _scipy_erf = None
+_scipy_erf = ...  # scipy.special.erf, imported at the first erf: it costs a tenth of a second
+
+
+def _erf_function():
+    global _scipy_erf
+    if _scipy_erf is ...:
+        try:
+            from scipy.special import erf as _scipy_erf
+        except ImportError:  # scipy is optional; math.erf is exact but slower
+            _scipy_erf = None
+    return _scipy_erf
 
 
 def tune_malloc():
@@ -77,24 +83,6 @@ def _one_gemm(a, b):
     return numpy.matmul(a, b)
 
 
-def load_kernels():
-    """The fused Numba kernels (the `kernels` package), or None without Numba or with
-    TENSORGRAD_NUMBA=0."""
-    if os.environ.get("TENSORGRAD_NUMBA") == "0":
-        return None
-    try:
-        from . import kernels
-    except ImportError as exc:  # Numba is optional: pip install tensorgrad[fast]
-        if exc.name != "numba":
-            raise  # a broken kernel module is a bug to see, not a reason to run slower
-        return None
-    except Exception as exc:  # installed but unusable here (say, no writable cache directory)
-        warnings.warn(f"tensorgrad: Numba kernels unavailable ({exc}); running the array code",
-                      RuntimeWarning, stacklevel=2)
-        return None
-    return kernels
-
-
 class NumpyBackend:
     name = "numpy"
     device = "cpu"
@@ -125,9 +113,11 @@ class NumpyBackend:
         """Fused kernels for an op on `arrays` (the `kernels` package; None entries are ignored),
         or None: the op runs its array code instead."""
         if self._kernels is ...:
-            self._kernels = load_kernels()
+            self._kernels = kernel_loading.load()
         kernels = self._kernels
-        return kernels if kernels is not None and kernels.supports(arrays) else None
+        if kernels is None or not kernels.supports(arrays) or not kernel_loading.ready(arrays):
+            return None
+        return kernels
 
     def scatter_add(self, target, index, values):
         """target[index] += values, with repeated indices accumulated (unbuffered)."""
@@ -197,8 +187,9 @@ class NumpyBackend:
         return mkl_blas.name()
 
     def erf(self, x):
-        if _scipy_erf is not None:
-            return _scipy_erf(x).astype(x.dtype, copy=False)
+        erf = _erf_function()
+        if erf is not None:
+            return erf(x).astype(x.dtype, copy=False)
         return numpy.vectorize(math.erf, otypes=[x.dtype])(x)
 
     def random_normal(self, shape, dtype, rng=None):

@@ -23,6 +23,8 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from . import kernel_loading
+
 _lock = threading.Lock()
 _threads = None  # set by set_num_threads, else read from the environment on first use
 _set_by_user = False  # whether set_num_threads chose _threads (a library loaded later takes it)
@@ -125,9 +127,10 @@ def in_pool():
     return getattr(_here, "pool", False)
 
 
-def _run(fn, i, arrays):
+def _run(fn, i, arrays, warming):
     _here.pool = True  # MKL's products and the threaded kernels then keep to this thread
-    fn(i, *arrays)
+    with kernel_loading.warming(warming):  # a warm-up's matrices are the warm-up's too
+        fn(i, *arrays)
 
 
 def map_matrices(fn, items):
@@ -147,5 +150,6 @@ def map_matrices(fn, items):
                                                            thread_name_prefix="tensorgrad"))
         pool, blas = _pool[1], _blas()
     with blas.limit(limits=1, user_api="blas"):  # the threads take the cores the BLAS would
-        for done in [pool.submit(_run, fn, i, arrays) for i, arrays in items]:
+        warming = kernel_loading.is_warming()
+        for done in [pool.submit(_run, fn, i, arrays, warming) for i, arrays in items]:
             done.result()  # re-raises a worker's error here

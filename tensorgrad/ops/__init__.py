@@ -22,8 +22,8 @@ from .bitwise import (  # noqa: F401
 )
 from .channel_norm import batch_norm, group_norm, instance_norm  # noqa: F401
 from .compare import (  # noqa: F401
-    allclose, eq, equal, ge, gt, isclose, isfinite, isinf, isnan, le, logical_and, logical_not,
-    logical_or, lt, ne,
+    allclose, eq, equal, ge, gt, isclose, isfinite, isin, isinf, isnan, le, logical_and,
+    logical_not, logical_or, lt, ne,
 )
 from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d  # noqa: F401
 from .convert import cast, clone, to_device  # noqa: F401
@@ -74,9 +74,9 @@ from .sort import (  # noqa: F401
     argsort, bucketize, kthvalue, median, mode, msort, nanmedian, searchsorted, sort, topk,
 )
 from .shape import (  # noqa: F401
-    broadcast_shapes, broadcast_tensors, broadcast_to, cat, chunk, concatenate, expand, expand_as,
-    flatten, flip, movedim, narrow, pad, permute, repeat, reshape, reshape_as, split, squeeze,
-    stack, transpose, tril, triu, unbind, unsqueeze, view, view_as,
+    broadcast_shapes, broadcast_tensors, broadcast_to, cat, chunk, concat, concatenate, expand,
+    expand_as, flatten, flip, movedim, narrow, pad, permute, repeat, reshape, reshape_as, select,
+    split, squeeze, stack, transpose, tril, triu, unbind, unsqueeze, view, view_as,
 )
 from .unary import (  # noqa: F401
     abs, acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctanh, asin, asinh, atan, atanh,

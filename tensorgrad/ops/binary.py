@@ -1,6 +1,6 @@
 """Two-argument math: atan2, hypot, copysign, logaddexp (primitives), and logaddexp2, lerp, xlogy
 (composites), with their in-place `_` forms. Arguments broadcast; Python scalars follow the
-tensor's dtype, and integer tensors become float32, as in PyTorch.
+tensor's dtype, and integer tensors become the default dtype (float32), as in PyTorch.
 
 atan2 and hypot are primitives because their composites are wrong (atan(y / x) loses the
 quadrant) or overflow (sqrt(x^2 + y^2) is inf for |x| > 1e154); logaddexp because its gradient
@@ -10,6 +10,7 @@ second derivative; copysign because its sign test must see -0.0.
 import math
 
 from ..autograd import primitive
+from ..backend import get_default_dtype
 from ..tensor import Tensor, tensor_method
 from .activation import sigmoid
 from .arithmetic import neg, reciprocal, square
@@ -19,10 +20,10 @@ from .unary import inplace_form, log
 
 
 def _float_operands(a, b, op):
-    """Both operands as Tensors of one floating dtype (integers promote to float32)."""
+    """Both operands as Tensors of one floating dtype (integers promote to the default dtype)."""
     a, b = binary_operands(a, b)
     if a.data.dtype.kind not in "fc":
-        a, b = a.float(), b.float()
+        a, b = a.to(get_default_dtype()), b.to(get_default_dtype())
     if a._backend is not b._backend:
         raise RuntimeError(f"{op}: the operands are on {a.device} and {b.device}")
     return a, b

@@ -1,7 +1,7 @@
 """Comparisons, logic and float classification: no gradient (their outputs are bool)."""
 from ..autograd import primitive
 from ..tensor import Tensor, tensor_method
-from .operands import binary_operands
+from .operands import as_operand, binary_operands
 
 
 def _nondiff(name, fn, arity):
@@ -67,6 +67,21 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Python bool: isclose(...) holds everywhere (shapes broadcast, as in PyTorch)."""
     return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
+
+
+@primitive("isin", differentiable=False)
+def _isin(xp, elements, test_elements, invert):
+    return xp.isin(elements, test_elements, invert=invert)
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Bool tensor of elements' shape: whether each element occurs in test_elements (either may
+    be a number). assume_unique is accepted for PyTorch compatibility: the result is the same."""
+    like = elements if isinstance(elements, Tensor) else test_elements
+    if not isinstance(like, Tensor):
+        raise TypeError("isin: expected elements or test_elements to be a Tensor")
+    elements, test_elements = as_operand(elements, like), as_operand(test_elements, like)
+    return _isin(elements, test_elements, invert=bool(invert))
 
 
 @tensor_method

@@ -8,6 +8,7 @@ zero is PyTorch's error; float division by zero gives inf or nan.
 from ..autograd import primitive
 from ..creation import zeros_like
 from ..tensor import tensor_method, tensor_operator
+from ..backend import get_default_dtype
 from .operands import binary_operands
 
 _ROUNDING_MODES = (None, "trunc", "floor")
@@ -95,7 +96,7 @@ def div(input, other, rounding_mode=None):
         return _div_rounded(*_numeric_operands("div", input, other), rounding_mode=rounding_mode)
     a, b = binary_operands(input, other)
     if a.data.dtype.kind not in "fc":  # true division of integers gives floats, as in PyTorch
-        a, b = a.float(), b.float()
+        a, b = a.to(get_default_dtype()), b.to(get_default_dtype())
     return _div(a, b)
 
 

@@ -243,7 +243,7 @@ def cat(tensors, dim=0):
     return _cat(*tensors, dim=dim)
 
 
-concatenate = cat
+concat = concatenate = cat  # torch's aliases
 
 
 def stack(tensors, dim=0):
@@ -264,6 +264,16 @@ def narrow(x, dim, start, length):
     dim = normalize_dim(dim, x.ndim, "narrow")
     index = (slice(None),) * dim + (slice(start, start + length),)
     return x[index]
+
+
+@tensor_method
+def select(x, dim, index):
+    """x indexed at `index` along dim, that dim removed (a view): x[:, index] for dim 1."""
+    dim = normalize_dim(dim, x.ndim, "select")
+    if not -x.shape[dim] <= index < x.shape[dim]:
+        raise IndexError(f"select: index {index} is out of range for dim {dim} of size "
+                         f"{x.shape[dim]}")
+    return x[(slice(None),) * dim + (index,)]
 
 
 @tensor_method

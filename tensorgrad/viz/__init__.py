@@ -13,6 +13,10 @@ collapses deep modules into one box each, so a large model stays readable.
 
 Draw before `backward()`, or after `backward(retain_graph=True)`: a plain backward frees the graph
 and drawing it afterwards raises. The graphviz package is imported only when drawing.
+
+`explore(loss, model, "graph.html")` writes one self-contained page to open and close modules in,
+hover nodes for their shapes and statistics, search, and follow gradients (docs/explore.md);
+`to_json(loss, model)` gives the same data as JSON, described by `SCHEMA`.
 """
 from ..tensor import Tensor
 from .dot import graph_title, render, to_dot

@@ -3,6 +3,7 @@
 "use strict";
 const PAGE = JSON.parse(document.getElementById("graph-data").textContent);
 const G = PAGE.graph;
+const SVGS = {};  // expansion state (open modules, sorted, one a line) -> SVG text
 const nodes = new Map(G.nodes.map(n => [n.id, n]));
 const modules = new Map(G.modules.map(m => [m.path, m]));
 const consumers = new Map();
@@ -37,9 +38,9 @@ function shownAs(id) {
 
 function show(set, note) {
   let key = keyOf(set);
-  if (!(key in PAGE.svgs)) return false;
+  if (!(key in SVGS)) return false;
   open = set;
-  graphBox.innerHTML = PAGE.svgs[key];
+  graphBox.innerHTML = SVGS[key];
   statusLine.textContent = note || "";
   decorate();
   return true;
@@ -51,6 +52,8 @@ function expand(path) {
     show(chain(path), `opened ${path} on its own: that combination of open modules was not ` +
          "laid out (explore(max_states=...) lays out more)");
   }
+  const cluster = document.getElementById("c-" + path);
+  if (cluster) cluster.scrollIntoView({block: "nearest", inline: "nearest"});
 }
 
 function collapse(path) {
@@ -221,8 +224,9 @@ backward.addEventListener("change", () => {
   if (!backward.checked) choosePath(null);
   else decorate();
   document.getElementById("legend").innerHTML = backward.checked ?
-    `grad norm <span style="background:${colour(10 ** lo)}"></span> 1e${lo.toFixed(1)} … ` +
-    `<span style="background:${colour(10 ** hi)}"></span> 1e${hi.toFixed(1)}` : "";
+    `grad norm <span style="background:${colour(10 ** lo)}"></span> ` +
+    `${(10 ** lo).toExponential(1)} … <span style="background:${colour(10 ** hi)}"></span> ` +
+    `${(10 ** hi).toExponential(1)}` : "";
 });
 
 const depth = document.getElementById("depth");
@@ -247,9 +251,11 @@ graphBox.addEventListener("mouseover", event => {
   tooltip.textContent = describe(node.id);
   tooltip.hidden = false;
 });
-graphBox.addEventListener("mousemove", event => {
-  tooltip.style.left = event.clientX + 14 + "px";
-  tooltip.style.top = event.clientY + 14 + "px";
+graphBox.addEventListener("mousemove", event => {  // beside the pointer, inside the window
+  const room = window.innerHeight - tooltip.offsetHeight - 8;
+  tooltip.style.left = Math.min(event.clientX + 14, window.innerWidth - tooltip.offsetWidth - 8) +
+    "px";
+  tooltip.style.top = Math.min(event.clientY + 14, room) + "px";
 });
 graphBox.addEventListener("mouseout", event => {
   if (event.target.closest("g.node")) tooltip.hidden = true;
@@ -270,5 +276,16 @@ if (origins.length) {
   }
 }
 
+async function inflate(packed) {  // base64 of gzip, as explore() wrote it
+  const bytes = Uint8Array.from(atob(packed), c => c.charCodeAt(0));
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Response(stream).text();
+}
+
 document.getElementById("heading").textContent = PAGE.heading;
-show(new Set());
+Promise.all(Object.entries(PAGE.svgs).map(async ([key, packed]) => {
+  SVGS[key] = await inflate(packed);
+})).then(() => {
+  show(new Set());
+  document.body.dataset.ready = "true";  // what tests wait for
+});

@@ -13,6 +13,10 @@ from tensorgrad import nn
 from tensorgrad.nn.parallel import DistributedDataParallel
 
 CHECKS = []
+# Checks whose expected values are two ranks': a world of one (test_nccl.py's) skips them.
+TWO_RANKS = {"all_reduce_ops", "all_reduce_in_place_of_a_view", "async_work", "barrier_and_ranks",
+             "ddp_no_sync_accumulates_then_averages_everything",
+             "ddp_training_keeps_replicas_identical"}
 
 
 def check(fn):
@@ -237,6 +241,8 @@ def main():
         device = f"cuda:{dist.get_local_rank()}"
     report = {}
     for fn in CHECKS:
+        if n == 1 and fn.__name__ in TWO_RANKS:
+            continue
         try:
             fn(rank, n, device)
             report[fn.__name__] = ""

@@ -182,6 +182,20 @@ def test_the_reward_model_starts_from_the_lm_and_learns_a_preference(lm):
         rm.normalize_(TOK, prompts[:1] * 2, answers[:1] * 2)
 
 
+@pytest.mark.parametrize("scores, spread", [([2.0, 2.0], False), ([2.0, 2.0000002], False),
+                                             ([2.0, 2.01], True)])
+def test_normalize_calls_a_spread_within_rounding_none(lm, monkeypatch, scores, spread):
+    """Equal responses may score a few ulps apart (the BLAS sums a batch's rows in different
+    orders): that is no spread to normalise by, while a real one is."""
+    rm = RewardModel.from_lm(lm)
+    monkeypatch.setattr(rm, "score", lambda *args: tg.tensor(scores, dtype=tg.float32))
+    if spread:
+        rm.normalize_(TOK, ["a", "b"], ["c", "d"])
+    else:
+        with pytest.raises(ValueError, match="within rounding of 0"):
+            rm.normalize_(TOK, ["a", "b"], ["c", "d"])
+
+
 # --- sampling, PPO, DPO --------------------------------------------------------------------------
 def test_sampled_responses_end_at_eos_and_their_mask_says_so(lm):
     prompts = [t.prompt for t in sample_tasks(6, seed=0)]

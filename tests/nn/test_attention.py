@@ -455,7 +455,7 @@ def test_multihead_attention_errors_name_what_was_expected():
 def test_head_dim_and_scale_follow_torch_sdpa(fused):
     """head_dim sets the heads' width apart from embed_dim (T5 v1.1: 6 heads of 64 in a 512
     model) and scale is SDPA's factor on the scores (T5: 1.0), with a float bias as the mask."""
-    import torch
+    torch = pytest.importorskip("torch")
     attn = Attention(12, 3, head_dim=5, scale=1.0, fused=fused, bias=False)
     assert attn.out_proj.weight.shape == (12, 15) and attn.num_parameters() == 4 * 12 * 15
     x, bias = tg.randn(2, 4, 12), tg.randn(3, 4, 4)

@@ -42,3 +42,44 @@ def test_composites_pass_gradcheck():
     assert tg.gradcheck(lambda a: F.binary_cross_entropy_with_logits(a, t), (x,))
     assert tg.gradcheck(lambda a: F.mse_loss(a, t, reduction="sum"), (x,))
     assert tg.gradcheck(lambda a, b: F.linear(a, b), (x, w))
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(p=2, margin=0.5), dict(reduction="sum"),
+                                    dict(reduction="none", weight=[1.0, 2.0, 0.5, 3.0])])
+def test_multi_margin_loss_matches_torch(kwargs):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((5, 4)), np.array([0, 3, 1, 1, 2])
+    results = []
+    for lib in (tg, torch):
+        options = dict(kwargs)
+        if "weight" in options:
+            options["weight"] = lib.tensor(options["weight"], dtype=lib.float64)
+        inp = lib.tensor(x, requires_grad=True)
+        loss = lib.nn.functional.multi_margin_loss(inp, lib.tensor(y), **options)
+        (loss * lib.arange(loss.numel(), dtype=lib.float64).reshape(loss.shape) + loss).sum() \
+            .backward()
+        results.append((loss.detach().numpy(), inp.grad.numpy()))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-10)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-10)
+    one = tg.nn.functional.multi_margin_loss(tg.tensor(x[0]), tg.tensor(y[0]))
+    assert one.shape == () and one.item() == pytest.approx(
+        torch.nn.functional.multi_margin_loss(torch.tensor(x[0]), torch.tensor(y[0])).item())
+    with pytest.raises(ValueError, match="p == 1 and p == 2"):
+        tg.nn.functional.multi_margin_loss(tg.tensor(x), tg.tensor(y), p=3)
+
+
+def test_gumbel_softmax_samples_and_passes_the_soft_gradient_straight_through():
+    logits = tg.tensor([[2.0, 0.5, -1.0]] * 2000, requires_grad=True)
+    soft = tg.nn.functional.gumbel_softmax(logits, tau=0.5)
+    np.testing.assert_allclose(soft.sum(-1).detach().numpy(), 1.0, rtol=1e-5)
+    hard = tg.nn.functional.gumbel_softmax(logits, hard=True)
+    counts = hard.detach().numpy().sum(0)
+    assert set(np.unique(hard.detach().numpy())) == {0.0, 1.0} and counts.sum() == 2000
+    # the argmax of logits + Gumbel noise is a sample of softmax(logits)
+    expected = np.exp([2.0, 0.5, -1.0]) / np.exp([2.0, 0.5, -1.0]).sum()
+    np.testing.assert_allclose(counts / 2000, expected, atol=0.04)
+    (hard * tg.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert logits.grad is not None and np.abs(logits.grad.numpy()).sum() > 0
+    with pytest.warns(UserWarning, match="deprecated"):
+        tg.nn.functional.gumbel_softmax(logits, eps=1e-5)

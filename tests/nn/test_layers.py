@@ -167,3 +167,16 @@ def test_a_dropout_subclass_with_its_own_forward_is_still_called_in_eval():
     layer = Scaled(0.5).eval()
     x = tg.ones(3)
     np.testing.assert_array_equal(layer(x).numpy(), [2.0, 2.0, 2.0])
+
+
+def test_embedding_from_pretrained_as_torch():
+    torch = pytest.importorskip("torch")
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    ours = tg.nn.Embedding.from_pretrained(tg.tensor(table))
+    theirs = torch.nn.Embedding.from_pretrained(torch.tensor(table))
+    assert ours.weight.requires_grad is theirs.weight.requires_grad is False
+    np.testing.assert_array_equal(ours(tg.tensor([3, 1])).numpy(),
+                                  theirs(torch.tensor([3, 1])).numpy())
+    trainable = tg.nn.Embedding.from_pretrained(tg.tensor(table), freeze=False, padding_idx=0)
+    assert trainable.weight.requires_grad and trainable.padding_idx == 0
+    assert trainable.weight[0].tolist() == [0.0, 1.0, 2.0]  # copied as given, as torch does

@@ -167,8 +167,8 @@ def test_positions_must_match_the_sequence():
 @pytest.mark.parametrize("num_buckets, max_distance", [(32, 128), (8, 20), (33, 7)])
 def test_t5_relative_position_buckets_match_hugging_face(bidirectional, num_buckets,
                                                          max_distance):
-    from transformers.models.t5.modeling_t5 import T5Attention
-    import torch
+    torch = pytest.importorskip("torch")
+    T5Attention = pytest.importorskip("transformers.models.t5.modeling_t5").T5Attention
     relative = np.arange(-400, 401)
     expected = T5Attention._relative_position_bucket(
         torch.tensor(relative), bidirectional, num_buckets, max_distance).numpy()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tensorgrad as tg
-from tensorgrad.backend import get_backend, mkl_blas, numpy_backend
+from tensorgrad.backend import get_backend, kernel_loading, mkl_blas
 
 CPU = get_backend("cpu")
 pytest.importorskip("numba", reason="numba is not installed: the CPU backend runs without "
@@ -74,7 +74,7 @@ def test_compiled_whole_path_matches_the_array_code(case, mask, wanted, causal, 
     rng = np.random.default_rng(11)
     arrays = _inputs(case, dtype, rng)
     probe = rng.standard_normal(arrays[0].shape[:-1] + (arrays[2].shape[-1],)).astype(dtype)
-    kernels = numpy_backend.load_kernels()
+    kernels = kernel_loading.load()
     keep = None
     if mask == "bool":
         keep = rng.random(arrays[0].shape[-2:-1] + arrays[1].shape[-2:-1]) < 0.7
@@ -121,7 +121,7 @@ def test_compiled_whole_path_steps_aside_for_what_it_does_not_take(monkeypatch):
 def test_biases_dropout_and_gqa_take_the_array_code(what, monkeypatch):
     """The compiled loops have no bias, dropout or head groups: with those neither runs (a bias
     that needs its gradient, dS itself, keeps the VJP in array code too)."""
-    kernels = numpy_backend.load_kernels()
+    kernels = kernel_loading.load()
     taken = _recording(monkeypatch, kernels)
     monkeypatch.setattr(CPU, "_kernels", kernels)
     q = tg.randn(2, 4, 6, 8, requires_grad=True)
@@ -171,7 +171,7 @@ def test_compiled_tiled_loops_match_the_array_loop(case, causal, dtype, monkeypa
         k = rng.standard_normal((2, 1, tk, 16)).astype(dtype)
         v = rng.standard_normal((2, 1, tk, 8)).astype(dtype)
     probe = rng.standard_normal(q.shape[:-1] + (v.shape[-1],)).astype(dtype)
-    kernels = numpy_backend.load_kernels()
+    kernels = kernel_loading.load()
     taken = []  # what the compiled forward answered, matrix by matrix
     monkeypatch.setattr(kernels, "tiled_forward_",
                         lambda *a: taken.append(tiled_attention.tiled_forward_(*a)) or taken[-1])

@@ -249,6 +249,8 @@ def test_default_dtype_is_global_and_drives_creation_as_torch():
             "full": lambda lib: lib.full((2,), 0.5), "linspace": lambda lib: lib.linspace(0, 1, 3),
             "int times float": lambda lib: lib.tensor([1, 2]) * 0.5,
             "int tensor": lambda lib: lib.tensor([1, 2]),
+            "int / int": lambda lib: lib.tensor([1, 2]) / lib.tensor([2, 2]),
+            "atan2 of ints": lambda lib: lib.atan2(lib.tensor([1]), lib.tensor([2])),
         }
         for name, make in made.items():
             assert str(make(tg).dtype) == str(make(torch).dtype)[6:], name

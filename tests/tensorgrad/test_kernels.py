@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tensorgrad as tg
-from tensorgrad.backend import get_backend, numpy_backend
+from tensorgrad.backend import get_backend, kernel_loading
 
 CPU = get_backend("cpu")
 pytest.importorskip("numba", reason="numba is not installed: the CPU backend runs without "
@@ -27,7 +27,7 @@ def arrays_only(monkeypatch):
 def _both_paths(fn, inputs, probe, monkeypatch):
     """fn's output and input gradients with the kernels, then with the array code."""
     results = []
-    for kernels in (numpy_backend.load_kernels(), None):
+    for kernels in (kernel_loading.load(), None):
         monkeypatch.setattr(CPU, "_kernels", kernels)
         leaves = [tg.tensor(np.asarray(x), requires_grad=True) for x in inputs]
         out = fn(*leaves)
@@ -96,7 +96,7 @@ def test_kernels_take_strided_and_scalar_inputs(monkeypatch):
 
 @pytest.mark.parametrize("name", sorted(NORMS))
 def test_gradcheck_on_both_paths(name, monkeypatch):
-    for kernels in (numpy_backend.load_kernels(), None):
+    for kernels in (kernel_loading.load(), None):
         monkeypatch.setattr(CPU, "_kernels", kernels)
         inputs = [tg.randn(*s, dtype=tg.float64, requires_grad=True) for s in ((3, 4), (4,), (4,))]
         assert tg.gradcheck(NORMS[name], inputs)
@@ -105,11 +105,11 @@ def test_gradcheck_on_both_paths(name, monkeypatch):
 
 def test_kernels_are_used_and_can_be_switched_off(monkeypatch, arrays_only):
     assert CPU.kernels(np.zeros(3, np.float32)) is None
-    monkeypatch.setattr(CPU, "_kernels", numpy_backend.load_kernels())
+    monkeypatch.setattr(CPU, "_kernels", kernel_loading.load())
     assert CPU.kernels(np.zeros(3, np.float32)) is not None
     assert CPU.kernels(np.zeros(3, np.float16)) is None  # only float32 and float64
     monkeypatch.setenv("TENSORGRAD_NUMBA", "0")
-    assert numpy_backend.load_kernels() is None
+    assert kernel_loading.load() is None
 
 
 def test_row_scatter_add_matches_numpy_add_at():
@@ -130,7 +130,7 @@ def test_row_scatter_add_matches_numpy_add_at():
 def test_embedding_gradient_is_the_same_on_both_paths(monkeypatch):
     ids = tg.tensor([[1, 2, 1], [0, 1, 3]])
     results = []
-    for kernels in (numpy_backend.load_kernels(), None):
+    for kernels in (kernel_loading.load(), None):
         monkeypatch.setattr(CPU, "_kernels", kernels)
         table = tg.tensor(np.arange(20.0).reshape(5, 4), requires_grad=True)
         (tg.embedding(ids, table) ** 2).sum().backward()
@@ -155,7 +155,7 @@ def test_optimizer_steps_are_the_same_on_both_paths(name, dtype, monkeypatch):
     start = np.random.default_rng(3).standard_normal((4, 5))
     grads = np.random.default_rng(4).standard_normal((6, 4, 5))
     trajectories = []
-    for kernels in (numpy_backend.load_kernels(), None):
+    for kernels in (kernel_loading.load(), None):
         monkeypatch.setattr(CPU, "_kernels", kernels)
         p = nn.Parameter(tg.tensor(start, dtype=dtype))
         view = p.detach()[1]  # shares p's memory: the update is in place
@@ -374,7 +374,7 @@ def test_an_unusable_numba_falls_back_to_the_array_code(monkeypatch):
     monkeypatch.delattr(tensorgrad.backend, "kernels")
     monkeypatch.setattr(numba, "njit", broken)
     with pytest.warns(RuntimeWarning, match="no locator available"):
-        assert numpy_backend.load_kernels() is None
+        assert kernel_loading.load() is None
 
 
 def test_kernels_compile_without_warnings(tmp_path):

@@ -412,6 +412,9 @@ SMALL = np.array([3, 0, 2])
 
 VALUE_CASES = [
     ValueCase("eq", lambda a, b: a == b, np.equal, (A, B)),
+    ValueCase("isin", lambda a, b: tg.isin(a, b), np.isin, (INTS, SMALL)),
+    ValueCase("isin", lambda a, b: tg.isin(a, b, invert=True),
+              lambda a, b: np.isin(a, b, invert=True), (INTS, SMALL)),
     ValueCase("ne", lambda a, b: a != b, np.not_equal, (A, B)),
     ValueCase("lt", lambda a, b: a < b, np.less, (A, B)),
     ValueCase("lt", lambda a: 0 > a, lambda a: a < 0, (A,)),

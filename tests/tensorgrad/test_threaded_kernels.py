@@ -46,6 +46,11 @@ def two_threads(monkeypatch):
     tg.set_num_threads(before)
 
 
+def _same_to_ulps(a, b, ulps=4):
+    """a equals b to a few units in the last place, NaN where b has NaN."""
+    np.testing.assert_allclose(a, b, rtol=ulps * np.finfo(b.dtype).eps, atol=0, equal_nan=True)
+
+
 def _counting_splits(loops, monkeypatch):
     """The set that each of `loops` (threaded kernels) adds its name to when its split twin runs."""
     ran = set()
@@ -89,7 +94,8 @@ def test_elementwise_kernels_split_give_the_same_values(name, dtype, two_threads
     fn, loops = ELEMENTWISE[name]
     split, plain = _both(lambda: fn(x, g), monkeypatch, loops)
     for a, b in zip(split, plain):
-        np.testing.assert_array_equal(a, b)  # each element computed alike: bit for bit
+        _same_to_ulps(a, b)  # one formula per element, but two compilations, which may
+        # vectorise it differently
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -108,7 +114,7 @@ def test_norm_kernels_split_give_the_same_values(center, dtype, two_threads, mon
     split, plain = _both(call, monkeypatch,
                          [norm._norm_loop, norm._norm_backward_loop])
     for a, b in zip(split[:4], plain[:4]):  # y, the statistics and gx: row by row, alike
-        np.testing.assert_array_equal(a, b)
+        _same_to_ulps(a, b)
     for a, b in zip(split[4:], plain[4:]):  # the weight's and bias's sums, added in parts
         np.testing.assert_allclose(a, b, rtol=1e-12 if dtype == np.float64 else 1e-6)
     # and the parts' sums are the whole sums: against the array formula
@@ -130,7 +136,7 @@ def test_optimizer_kernels_split_give_the_same_values(dtype, two_threads, monkey
     split, plain = _both(call, monkeypatch,
                          [optim._adam_loop, optim._add_scaled_loop])
     for a, b in zip(split, plain):
-        np.testing.assert_array_equal(a, b)
+        _same_to_ulps(a, b)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -142,7 +148,7 @@ def test_linear_kernels_split_give_the_same_values(dtype, two_threads, monkeypat
                                   kernels.column_sums(out)), monkeypatch,
                          [linalg._add_to_rows_loop, linalg._column_sums_loop])
     for a, b in zip(split, plain):
-        np.testing.assert_array_equal(a, b)
+        _same_to_ulps(a, b)
     np.testing.assert_allclose(split[1], out.sum(0), rtol=1e-5)
 
 
@@ -158,7 +164,7 @@ def test_cross_entropy_kernels_split_give_the_same_values(two_threads, monkeypat
     split, plain = _both(call, monkeypatch,
                          [loss._max_and_sum_loop, loss._scaled_softmax_loop])
     for a, b in zip(split, plain):
-        np.testing.assert_array_equal(a, b)
+        _same_to_ulps(a, b)
 
 
 @pytest.mark.parametrize("causal", [True, False])
@@ -175,7 +181,7 @@ def test_softmax_kernels_split_give_the_same_values(causal, two_threads, monkeyp
     split, plain = _both(call, monkeypatch,
                          [attention._softmax_loop, attention._softmax_backward_loop])
     for a, b in zip(split, plain):
-        np.testing.assert_array_equal(a, b)
+        _same_to_ulps(a, b)
 
 
 @pytest.mark.parametrize("shape", [(3, 5, 16, 8), (7, 32, 16)])
@@ -192,7 +198,7 @@ def test_whole_attention_loops_split_give_the_same_values(shape, two_threads, mo
     split, plain = _both(call, monkeypatch,
                          [whole_attention._forward_loop, whole_attention._backward_loop])
     for a, b in zip(split, plain):  # each matrix made alike, on whichever thread
-        np.testing.assert_array_equal(a, b)
+        _same_to_ulps(a, b)
 
 
 def test_one_thread_and_the_pool_threads_run_the_plain_loop(two_threads):
@@ -224,7 +230,9 @@ def test_a_forked_child_runs_the_kernels_after_the_parent_split_them():
         if __name__ == "__main__":
             tg.set_num_threads(2)
             gelu(0)
-            assert len(activation._gelu_tanh_loop.parallel.signatures) == jit._on_openmp()
+            # the parent splits only where MKL's threads are Numba's OpenMP pool
+            split = jit._threads_here() > 1
+            assert len(activation._gelu_tanh_loop.parallel.signatures) == split
             with multiprocessing.get_context("fork").Pool(2) as pool:
                 print(max(pool.map_async(gelu, range(4)).get(timeout=120)) < 1e-5)
     """)

@@ -8,14 +8,16 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
-
-import tensorgrad as tg
-from torch_parity import FAST, Const, check, seeds, values  # noqa: F401
 
 torch = pytest.importorskip("torch")
+pytest.importorskip("hypothesis")
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+import tensorgrad as tg  # noqa: E402
+from torch_parity import FAST, Const, check, seeds, values  # noqa: F401,E402
+
 F = torch.nn.functional
 
 shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4)

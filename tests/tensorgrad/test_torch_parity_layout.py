@@ -3,14 +3,15 @@ layout.py, sort.py)."""
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
-from torch_parity import FAST, check, seeds, values
-
-import tensorgrad as tg
 
 torch = pytest.importorskip("torch")
+pytest.importorskip("hypothesis")
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+from torch_parity import FAST, check, seeds, values  # noqa: E402
+
+import tensorgrad as tg  # noqa: E402
 
 
 # --- broadcasting, block_diag, searchsorted / bucketize ----------------------------------------

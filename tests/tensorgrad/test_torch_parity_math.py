@@ -3,15 +3,17 @@
 +-50 in float32, second-order gradient checks of the composites, and the in-place forms."""
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
-from torch_parity import FAST, check, seeds
-
-import tensorgrad as tg
-import tensorgrad.nn.functional as TF
 
 torch = pytest.importorskip("torch")
+pytest.importorskip("hypothesis")
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+from torch_parity import FAST, check, seeds  # noqa: E402
+
+import tensorgrad as tg  # noqa: E402
+import tensorgrad.nn.functional as TF  # noqa: E402
+
 F = torch.nn.functional
 
 shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)  # empty dims too

@@ -3,14 +3,16 @@ unary.py's erfinv): values and gradients in float64, broadcasts, 0-d and empty w
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
-from torch_parity import FAST, check, seeds, values
-
-import tensorgrad as tg
 
 torch = pytest.importorskip("torch")
+pytest.importorskip("hypothesis")
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+from torch_parity import FAST, check, seeds, values  # noqa: E402
+
+import tensorgrad as tg  # noqa: E402
+
 
 pairs = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, min_side=0,
                                           max_side=4)

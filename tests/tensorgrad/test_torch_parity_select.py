@@ -2,15 +2,17 @@
 dtypes, requires_grad and gradients (float64), with 0-d, size-1 and empty dims among the shapes."""
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
-
-import tensorgrad as tg
-from test_torch_parity import shapes
-from torch_parity import FAST, check, seeds, values
 
 torch = pytest.importorskip("torch")
+pytest.importorskip("hypothesis")
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+import tensorgrad as tg  # noqa: E402
+from test_torch_parity import shapes  # noqa: E402
+from torch_parity import FAST, check, seeds, values  # noqa: E402
+
 
 with_empty = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)
 

@@ -7,6 +7,7 @@ Needs Debian's `chromium` and `chromium-driver` (apt-get install chromium chromi
 writes the docs' picture there (explore.png)."""
 import os
 import shutil
+import warnings
 
 import pytest
 
@@ -17,6 +18,7 @@ webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not in
                                 "(pip install selenium)")
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -42,6 +44,13 @@ def browser():
     driver.quit()
 
 
+def load(browser, path):
+    """Open the page and wait until it has inflated its drawings and shown the first."""
+    browser.get("file://" + path)
+    WebDriverWait(browser, 60).until(
+        lambda b: b.execute_script("return document.body.dataset.ready === 'true'"))
+
+
 def nodes(browser):
     return browser.find_elements(By.CSS_SELECTOR, "#graph g.node")
 
@@ -64,8 +73,8 @@ def test_scalar_expression(browser, tmp_path):
     a, b = tg.tensor(2.0, requires_grad=True), tg.tensor(-3.0, requires_grad=True)
     c, f = tg.tensor(10.0, requires_grad=True), tg.tensor(-2.0, requires_grad=True)
     loss = (a * b + c) * f
-    browser.get("file://" + viz.explore(loss, {"a": a, "b": b, "c": c, "f": f},
-                                        str(tmp_path / "scalar.html")))
+    load(browser, viz.explore(loss, {"a": a, "b": b, "c": c, "f": f},
+                              str(tmp_path / "scalar.html")))
     assert len(nodes(browser)) == 7
     assert browser.find_element(By.ID, "heading").text == "graph: 3 ops, 4 parameters"
     text = tooltip_of(browser, titled(browser, "a"))
@@ -76,11 +85,27 @@ def test_scalar_expression(browser, tmp_path):
     assert browser.get_log("browser") == []
 
 
+def test_nan_and_where_it_began(browser, tmp_path):
+    x = tg.tensor([1.0, 0.0], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's: log(0), 0 * inf
+        y = (x.log() * x).sum()
+        load(browser, viz.explore(y, {"x": x}, str(tmp_path / "nan.html")))
+    banner = browser.find_element(By.ID, "nonfinite")
+    assert banner.is_displayed() and "log (forward)" in banner.text
+    title = lambda n: n.text.split("\n")[0]
+    red = browser.find_elements(By.CSS_SELECTOR, "#graph g.node.nonfinite")
+    assert sorted(map(title, red)) == ["log", "mul", "sum"]
+    origins = browser.find_elements(By.CSS_SELECTOR, "#graph g.node.origin")
+    assert sorted(map(title, origins)) == ["log", "mul"]  # mul: its gradient rule, 0 * -inf
+    assert "NaN/Inf first appears here (forward)" in tooltip_of(browser, titled(browser, "log"))
+
+
 def test_mlp(browser, tmp_path):
     tg.manual_seed(0)
     mlp = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 2))
     loss = tg.cross_entropy(mlp(tg.randn(8, 2)), tg.randint(0, 2, (8,)))
-    browser.get("file://" + viz.explore(loss, mlp, str(tmp_path / "mlp.html")))
+    load(browser, viz.explore(loss, mlp, str(tmp_path / "mlp.html")))
     assert len(nodes(browser)) == 4  # three module boxes and the loss
     assert "module 0 (Linear)\n1 ops, 48 parameters" in tooltip_of(browser, "m-0")
     browser.find_element(By.ID, "m-0").click()
@@ -105,7 +130,7 @@ def test_gpt_mini(browser, tmp_path):
     gpt = GPT(config)
     ids = tg.randint(0, config.vocab_size, (2, 16))
     _, loss = gpt(ids, ids)
-    browser.get("file://" + viz.explore(loss, gpt, str(tmp_path / "gpt.html")))
+    load(browser, viz.explore(loss, gpt, str(tmp_path / "gpt.html")))
     top = {n.get_attribute("id") for n in nodes(browser)}
     assert {f"m-blocks.{i}" for i in range(4)} <= top
     browser.find_element(By.ID, "m-blocks.1").click()
@@ -131,7 +156,9 @@ def test_gpt_mini(browser, tmp_path):
     assert results and all("blocks.3.ffn" in r.text for r in results)
     results[0].click()  # opens the module holding it
     assert browser.find_elements(By.CSS_SELECTOR, "#graph g.cluster[id='c-blocks.3']")
-    search.clear()
+    browser.execute_script("const s = arguments[0]; s.value = '';"
+                           "s.dispatchEvent(new Event('input'))", search)
+    assert not browser.find_elements(By.CSS_SELECTOR, "#results li")
     browser.find_element(By.CSS_SELECTOR, "#param option[value='']").click()
     assert not browser.find_elements(By.CSS_SELECTOR, "#graph g.node.onpath")
     browser.find_element(By.CSS_SELECTOR, "#depth option[value='1']").click()

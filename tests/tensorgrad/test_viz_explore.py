@@ -1,5 +1,7 @@
 """tensorgrad.viz.to_json and explore without a browser: the JSON against its schema and the
 graph, NaN/Inf origins, the expansion states laid out, and the page being self-contained."""
+import base64
+import gzip
 import html
 import json
 import re
@@ -82,6 +84,26 @@ def test_mlp_json_has_modules_shapes_and_devices():
     assert data["parameters"] == 2 * 8 + 8 + 8 * 2 + 2
 
 
+def test_json_on_every_device(device):
+    x = tg.tensor([[1.0, -2.0], [3.0, float("inf")]], device=device)
+    w = tg.tensor([0.5, 2.0], device=device, requires_grad=True)
+    y = (x * w).sum()
+    data = json.loads(viz.to_json(y, {"x": x, "w": w}))
+    nodes = by_name(data)
+    assert {n["device"] for n in data["nodes"]} == {str(tg.device(device))}
+    assert nodes["x"]["stats"] == {"numel": 4, "nan": 0, "inf": 1, "min": -2.0, "max": 3.0,
+                                   "mean": 2 / 3, "std": pytest.approx(2.0548046676563256)}
+    assert nodes["w"]["grad"] == {"norm": None, "nan": 0, "inf": 1}  # d/dw = column sums of x
+    assert [by_id(data, i)["name"] for i in data["nonfinite"]["forward"]] == ["x"]
+
+
+def test_output_that_is_a_leaf_as_json():
+    w = tg.randn(2, requires_grad=True)
+    data = json.loads(viz.to_json(w, {"w": w}))
+    assert [n["name"] for n in data["nodes"]] == ["w"] and data["edges"] == []
+    assert data["root"] == data["nodes"][0]["id"] and data["nodes"][0]["grad"] is None
+
+
 def test_first_nan_forward_and_backward():
     x = tg.tensor([1.0, 0.0], requires_grad=True)
     with pytest.warns(RuntimeWarning):  # NumPy's own warnings about log(0) and 0 * inf
@@ -114,7 +136,8 @@ def test_explorer_page_is_self_contained(tmp_path):
     page = json.loads(re.search(r'id="graph-data">(.*?)</script>', text, re.S).group(1))
     assert page["graph"] == json.loads(viz.to_json(loss, mlp))
     assert len(page["svgs"]) == 2 ** 3  # every combination of the three open modules
-    closed, opened = (html.unescape(page["svgs"][key]) for key in ("", "0"))
+    closed, opened = (html.unescape(gzip.decompress(base64.b64decode(page["svgs"][key]))
+                                    .decode()) for key in ("", "0"))
     assert {"m-0", "m-1", "m-2"} <= set(re.findall(r'<g id="([^"]+)" class="node"', closed))
     assert 'id="c-0"' in opened and 'id="m-0"' not in opened
     weight = by_name(page["graph"])["0.weight"]["id"]
@@ -124,3 +147,6 @@ def test_explorer_page_is_self_contained(tmp_path):
 def test_explore_checks_its_input():
     with pytest.raises(TypeError, match="explore: expected a Tensor"):
         viz.explore([1.0], path="unused.html")
+    loss, params = micrograd()
+    with pytest.raises(TypeError, match="pass the file as path="):
+        viz.explore(loss, "graph.html")

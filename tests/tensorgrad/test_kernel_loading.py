@@ -1,0 +1,88 @@
+"""backend/kernel_loading.py: on a cold kernel cache the ops run their array code while a
+background thread builds the kernels, then the kernels take over; on a warm one they run at
+once; TENSORGRAD_NUMBA=wait and =0."""
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from tensorgrad.backend import kernel_loading
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+pytest.importorskip("numba", reason="numba is not installed: there are no kernels to load "
+                                    "(pip install tensorgrad[fast])")
+
+
+@pytest.fixture
+def fresh(monkeypatch, tmp_path):
+    """A process that has asked for no kernels yet, with an empty cache and background mode;
+    the warm-up step waits for `release`."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TENSORGRAD_NUMBA", "1")
+    monkeypatch.setattr(kernel_loading, "_ready", set())
+    monkeypatch.setattr(kernel_loading, "_started", set())
+    monkeypatch.setattr(kernel_loading, "_announced", False)
+    release, ran = threading.Event(), []
+
+    def step(dtype):
+        ran.append((dtype, kernel_loading.is_warming()))
+        assert release.wait(30)
+
+    from tensorgrad import warmup
+    monkeypatch.setattr(warmup, "step", step)
+    return release, ran, tmp_path
+
+
+def _wait_for_warm_up():
+    for thread in threading.enumerate():
+        if thread.name.startswith("tensorgrad-warmup"):
+            thread.join(30)
+
+
+def test_a_cold_cache_runs_the_array_code_until_the_background_build_is_done(fresh, capsys):
+    release, ran, cache = fresh
+    x = np.zeros(4, np.float32)
+    assert not kernel_loading.ready([x]) and not kernel_loading.ready([None, x])
+    assert capsys.readouterr().err.count("compiling CPU kernels for float32") == 1
+    release.set()
+    _wait_for_warm_up()
+    assert ran == [(np.dtype(np.float32), True)]  # the step ran as the warm-up's
+    assert kernel_loading.ready([x])
+    assert [p.name for p in cache.iterdir() if p.name.startswith("tensorgrad-warm-float32")]
+    # float64 is asked for apart, and says nothing more
+    assert not kernel_loading.ready([x.astype(np.float64)])
+    assert "compiling" not in capsys.readouterr().err
+    _wait_for_warm_up()
+
+
+def test_a_warm_cache_runs_the_kernels_at_once(fresh, monkeypatch, capsys):
+    release, ran, cache = fresh
+    release.set()
+    kernel_loading.warm_up("float32")  # what `python -m tensorgrad.warmup` does
+    monkeypatch.setattr(kernel_loading, "_ready", set())  # a new process, the same cache
+    assert kernel_loading.ready([np.zeros(3, np.float32)])
+    assert capsys.readouterr().err == "" and len(ran) == 1
+
+
+def test_wait_mode_builds_in_the_calling_thread(fresh, monkeypatch):
+    monkeypatch.setenv("TENSORGRAD_NUMBA", "wait")
+    assert kernel_loading.ready([np.zeros(3, np.float32)])
+    assert not [t for t in threading.enumerate() if t.name.startswith("tensorgrad-warmup")]
+
+
+def test_numba_0_loads_no_kernels(monkeypatch):
+    monkeypatch.setenv("TENSORGRAD_NUMBA", "0")
+    assert kernel_loading.load() is None
+
+
+def test_the_warmup_command_builds_the_kernels_and_its_help_runs_nothing():
+    done = subprocess.run([sys.executable, "-m", "tensorgrad.warmup", "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "--dtype" in done.stdout and "compiling" not in done.stdout
+    done = subprocess.run([sys.executable, "-m", "tensorgrad.warmup"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "compiling CPU kernels for float32 ... done" in done.stdout
