@@ -18,11 +18,12 @@ import torch.nn.functional as F
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=600)
 parser.add_argument("--cell", choices=["lstm", "gru"], default="lstm")
+parser.add_argument("--hidden", type=int, default=128)
 parser.add_argument("--seed", type=int, default=0)
 args = parser.parse_args()
 
 torch.manual_seed(args.seed)
-SEQ, BATCH, HIDDEN = 64, 32, 128
+SEQ, BATCH, HIDDEN = 64, 32, args.hidden
 
 # --- data: every character of textwrap.py, 90% to train, the rest to validate ---------------
 with open(textwrap.__file__, encoding="utf-8") as f:

@@ -33,9 +33,9 @@ def test_cnn_digits_learns_and_round_trips_its_checkpoint():
 
 
 def test_char_rnn_learns_and_samples():
-    out = run("char_rnn.py", "--steps", "12", "--cell", "gru")
+    out = run("char_rnn.py", "--steps", "8", "--cell", "gru", "--hidden", "32")
     uniform = last(r"uniform guess ([\d.]+)", out)
-    assert last(r"validation loss ([\d.]+)", out) < uniform - 0.8, out
+    assert last(r"validation loss ([\d.]+)", out) < uniform - 0.4, out
     assert len(out.strip().splitlines()[-1]) > 0  # the sample
 
 
