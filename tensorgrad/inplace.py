@@ -11,10 +11,19 @@ next to autograd, PyTorch's rules:
 
 Tensor inherits these from `InPlaceMethods`, which keeps tensor.py one read.
 """
+from .backend.overrides import overridable
 
 # How far up PyTorch's type ladder a dtype kind is: an in-place op may not climb it
 # (an int tensor cannot take a float result), only stay or go down.
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+@overridable("add_scaled_")
+def _add_scaled_(xp, y, x, alpha):
+    """y += alpha * x in place, for float arrays of one shape and dtype (add_ with alpha: an SGD
+    step's p.add_(grad, alpha=-lr), mlp_step)."""
+    y += alpha * x
+    return y
 
 
 class InPlaceMethods:
@@ -65,8 +74,8 @@ class InPlaceMethods:
         if recording and _autograd.is_grad_enabled():
             if self._node is None and self.requires_grad:
                 self._inplace(op_name)  # raises PyTorch's leaf error
-            alias = _tensor.Tensor._wrap(self.data, self._backend, self.requires_grad,
-                                         self._node, self._version)
+            alias = _tensor.new_tensor(_tensor.Tensor, self.data, self._backend,
+                                       self.requires_grad, self._node, self._version)
             out = self._result(op_name, op(alias, other, **attrs))
             old_node = self._node
             self.data, self._node, self.requires_grad = out.data, out._node, out.requires_grad
@@ -81,14 +90,9 @@ class InPlaceMethods:
             operand = self._operand(other)
             alpha = attrs.get("alpha", 1)
             if alpha != 1:
-                # add_ with alpha in one compiled pass (an SGD step; benchmarks/: mlp_step) when
-                # the operand is an array of this tensor's shape and dtype
-                kernels = (self._backend.kernels(self.data, operand)
-                           if getattr(operand, "shape", None) == self.data.shape
-                           and operand.dtype == self.data.dtype and self.data.flags.c_contiguous
-                           else None)
-                if kernels is not None:
-                    kernels.add_scaled_(self.data, operand, alpha)
+                if (getattr(operand, "shape", None) == self.data.shape
+                        and operand.dtype == self.data.dtype and operand.dtype.kind == "f"):
+                    _add_scaled_(self._backend, self.data, operand, alpha)
                     return self
                 operand = operand * alpha  # add_'s scale, on the array: no op dispatch
             try:

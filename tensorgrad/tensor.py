@@ -20,11 +20,6 @@ class Tensor(InPlaceMethods):
         self.grad, self.requires_grad, self._node, self._version = None, requires_grad, None, [0]
 
     @classmethod
-    def _wrap(cls, data, backend, requires_grad, node, version):
-        """Fast constructor used by ops: no validation, no copies."""
-        return new_tensor(cls, data, backend, requires_grad, node, version)
-
-    @classmethod
     def _constant(cls, data, backend):
         """An array as a tensor outside any graph (masks, gradients computed on arrays)."""
         return new_tensor(cls, data, backend, False, None, None)
@@ -205,12 +200,12 @@ class Tensor(InPlaceMethods):
         source = self
         if self.requires_grad and _autograd.is_grad_enabled():
             source = _autograd.PRIMITIVES["reshape"](self, shape=self.shape)  # the alias node
-        return cls._wrap(source.data, source._backend, source.requires_grad, source._node,
-                         source._version)
+        return new_tensor(cls, source.data, source._backend, source.requires_grad, source._node,
+                          source._version)
 
     def detach(self):
         """The same data, cut from the graph (shares memory and the version counter)."""
-        return Tensor._wrap(self.data, self._backend, False, None, self._version)
+        return new_tensor(Tensor, self.data, self._backend, False, None, self._version)
 
     def detach_(self):
         """Cut this tensor from the graph in place: it becomes a leaf that requires no grad.
@@ -413,8 +408,9 @@ class Tensor(InPlaceMethods):
 
 
 def new_tensor(cls, data, backend, requires_grad, node, version, _new=object.__new__):
-    """`Tensor._wrap` as a plain function: the engine and the primitives call it for every
-    output, and a classmethod's binding costs a fifth of the call (op_overhead fwd)."""
+    """The one way the engine makes a Tensor of an array: no validation, no copies. A plain
+    function: the engine calls it for every output, and a classmethod's binding costs a fifth
+    of the call (op_overhead fwd). `Tensor._constant(data, backend)` is its graph-free form."""
     t = _new(cls)
     t.data = data
     t._backend = backend

@@ -1,5 +1,6 @@
 """Matrix products: matmul (batched, broadcast, 1-D cases) and einsum."""
 from ..autograd import primitive
+from ..backend.overrides import overridable
 from ..autograd.grad_mode import this_thread
 from ..tensor import Tensor, tensor_method
 from .operands import binary_operands
@@ -75,15 +76,25 @@ def _linear_composite(x, weight, bias=None):
     return out if bias is None else out + bias
 
 
+@overridable("linear.add_to_rows_")
+def _add_to_rows_(xp, out, bias):
+    """out (N, C) += bias (C,), in place."""
+    out += bias
+    return out
+
+
+@overridable("linear.column_sums")
+def _column_sums(xp, g):
+    """g (N, C) summed over its rows: as a product, BLAS reads g once where sum(axis=0) does not
+    (gpt_step)."""
+    return xp.matmul(xp.ones(g.shape[0], g.dtype), g)  # (N,) @ (N, C)
+
+
 @primitive("linear", saves="all", composite=_linear_composite)
 def _linear(xp, x, weight, bias):
     out = xp.matmul(x.reshape(-1, x.shape[-1]), weight.T)  # (N, in) @ (in, out) -> (N, out)
     if bias is not None:
-        kernels = xp.kernels(out, bias)
-        if kernels is not None and out.size >= kernels.GRAIN:  # over the threads
-            kernels.add_to_rows_(out, bias)
-        else:
-            out += bias
+        _add_to_rows_(xp, out, bias)
     return out.reshape(x.shape[:-1] + (weight.shape[0],))
 
 
@@ -98,12 +109,7 @@ def _linear_vjp(ctx, g):
     if ctx.needs_grad[1]:
         gw = xp.matmul(g2.T, x.reshape(-1, x.shape[-1]))  # (out, N) @ (N, in)
     if ctx.needs_grad[2]:
-        kernels = xp.kernels(g2)
-        if kernels is not None and g2.size >= kernels.GRAIN:  # over the threads, or None
-            gb = kernels.column_sums(g2)
-        if gb is None:
-            # column sums as a product: BLAS reads g once, sum(axis=0) does not (gpt_step)
-            gb = xp.matmul(xp.ones(g2.shape[0], g2.dtype), g2)  # (N,) @ (N, out)
+        gb = _column_sums(xp, g2)
     return tuple(None if a is None else Tensor._constant(a, xp) for a in (gx, gw, gb))
 
 
