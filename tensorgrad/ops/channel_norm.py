@@ -114,6 +114,10 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
         norm = input.abs().amax(dim, keepdim=True).clamp(min=eps)
     elif p == 2:
         norm = (input * input).sum(dim, keepdim=True).clamp(min=eps * eps).sqrt()
-    else:
+    elif p == 0:  # the count of non-zeros: a constant
+        norm = (input != 0).sum(dim, keepdim=True).to(input.dtype).clamp(min=eps)
+    elif p > 0:
         norm = (input.abs() ** p).sum(dim, keepdim=True).clamp(min=eps ** p) ** (1.0 / p)
+    else:  # a zero entry makes the sum inf and the norm 0, clamped to eps
+        norm = ((input.abs() ** p).sum(dim, keepdim=True) ** (1.0 / p)).clamp(min=eps)
     return input / norm
