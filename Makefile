@@ -2,11 +2,12 @@
 #   make demo   creates .venv, installs tensorgrad, trains a character-level GPT on the stdlib
 #   make test   creates .venv, installs tensorgrad[dev], runs the test suite
 #   make test-parity   also installs torch, transformers and peft, and runs the suite with them
+#   make docs   builds the documentation site into docs/_build/html, running every tutorial
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-parity lint clean
+.PHONY: demo test test-parity docs lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +25,10 @@ $(VENV)/.installed-parity: pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e ".[dev,examples,parity]"
 	touch $@
 
+$(VENV)/.installed-docs: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[docs,examples]"
+	touch $@
+
 demo: $(VENV)/.installed-examples
 	$(PY) examples/train_gpt.py
 
@@ -32,6 +37,9 @@ test: $(VENV)/.installed-dev
 
 test-parity: $(VENV)/.installed-parity
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+docs: $(VENV)/.installed-docs
+	$(MAKE) -C docs html
 
 lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check tensorgrad nn models tests examples benchmarks

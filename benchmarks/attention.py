@@ -39,6 +39,7 @@ IMPLEMENTATIONS = ("tensorgrad", "tensorgrad untiled", "tensorgrad composite",
 
 def _tensorgrad(composite, T, untiled=False):
     import tensorgrad as tg
+    tg.backend.tune_process()  # malloc and thread settings, as measured
     from tensorgrad.ops import attention
     if untiled:
         attention.TILE = 1 << 30
@@ -60,6 +61,7 @@ def _tensorgrad(composite, T, untiled=False):
 
 def _tensorgrad_products(T):
     import tensorgrad as tg
+    tg.backend.tune_process()  # malloc and thread settings, as measured
     from tensorgrad.ops import attention  # its block sizes and spans: the same blocks
     q, k, v, g = (tg.randn(T, HEAD_DIM).data for _ in range(4))  # one head's matrices
     xp = tg.randn(1)._backend

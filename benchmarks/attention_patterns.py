@@ -56,6 +56,7 @@ def _pattern(name, tiny):
 def make_step(name, T, tiny=False):
     """A function running one forward + backward of `name` at length T."""
     import tensorgrad as tg
+    tg.backend.tune_process()  # malloc and thread settings, as measured
     q, k, v = (tg.randn(B, HEADS, T, HEAD_DIM, requires_grad=True) for _ in range(3))
     grad = tg.ones(B, HEADS, T, HEAD_DIM)
     future = ~tg.ones(T, T, dtype=tg.bool).tril() if name == "dense" else None

@@ -64,6 +64,7 @@ def parse_args(argv=None):
 def step_worker(args):
     import tensorgrad as tg
     import tensorgrad.distributed as dist
+    tg.backend.tune_process()  # malloc and thread settings, as measured
     from tensorgrad import nn
     from tensorgrad.models import GPT, GPTConfig
 
@@ -101,6 +102,7 @@ def allreduce_worker(args):
 
     import tensorgrad as tg
     import tensorgrad.distributed as dist
+    tg.backend.tune_process()  # malloc and thread settings, as measured
 
     dist.init()
     comm, budget, rows = MPI.COMM_WORLD, BUDGETS[args.mode], []

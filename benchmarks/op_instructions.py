@@ -24,6 +24,7 @@ CHAIN = 100  # steps per chain, two ops each (op_overhead's 200 ops)
 def _child(mode, chains):
     """Run `chains` chains inside functools.reduce (what callgrind counts); returns the leaf."""
     import tensorgrad as tg
+    tg.backend.tune_process()  # malloc and thread settings, as measured
     x = tg.randn(16, requires_grad=True)
 
     def forward():

@@ -46,6 +46,7 @@ def main(argv=None):
 def count_calls(batch, tokens=64):
     """({primitive name: calls per token}, module calls per token) of greedy decoding."""
     import tensorgrad as tg
+    tg.backend.tune_process()  # malloc and thread settings, as measured
     from tensorgrad import nn
     from tensorgrad.autograd import Primitive
     from tensorgrad.models import GPT, GPTConfig, generate
@@ -119,6 +120,7 @@ def op_table(batch, repeats, calls, threads):
     except ImportError:
         pass
     import tensorgrad as tg
+    tg.backend.tune_process()  # malloc and thread settings, as measured
     times = {}
     for lib in libs:
         ops = _ops(lib, batch)

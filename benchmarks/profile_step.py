@@ -56,6 +56,7 @@ class Profile:
 
     def run(self, steps, tiny):
         import tensorgrad as tg
+        tg.backend.tune_process()  # malloc and thread settings, as measured
         from tensorgrad import nn
         from tensorgrad.autograd import PRIMITIVES
         from tensorgrad.models import GPT, GPTConfig

@@ -134,8 +134,8 @@ def run_child(name, framework, args):
     command = [sys.executable, "-m", "benchmarks.run", "--child", name, "--framework", framework,
                "--device", args.device] + ([f"--{args.mode}"] if args.mode != "full" else [])
     # BLAS reads its thread count when it loads, so it is set in the child's environment. Every
-    # framework also runs under the same glibc allocator policy, the one tensorgrad's CPU
-    # backend sets for itself (tensorgrad/backend/numpy_backend.py: tune_malloc), so that no
+    # framework also runs under the same glibc allocator policy, the one tensorgrad's
+    # tune_process sets (tensorgrad/backend/process.py), so that no
     # side wins by how freed memory is recycled.
     env = dict(os.environ, **{var: str(args.threads) for var in THREAD_VARIABLES},
                **ALLOCATOR_VARIABLES)

@@ -60,6 +60,7 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
+    tg.backend.tune_process()  # opt-in: malloc and thread settings for speed (backend/process.py)
     args = parse_args(argv)
     folder = os.path.join(args.out, "model")
     if not os.path.exists(os.path.join(folder, "config.json")):

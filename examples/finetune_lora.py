@@ -181,6 +181,7 @@ def run_one(args, method, rank):
 
 # --- all runs, the table and the plot -----------------------------------------------------------
 def main(argv=None):
+    tg.backend.tune_process()  # opt-in: malloc and thread settings for speed (backend/process.py)
     args = parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     if args.run_one:

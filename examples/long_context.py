@@ -150,6 +150,7 @@ def train(name, attention, args, vocab, train_ids, val_ids, weights):
 
 
 def main(argv=None):
+    tg.backend.tune_process()  # opt-in: malloc and thread settings for speed (backend/process.py)
     args = parse_args(argv)
     if args.masks:
         draw_masks(args.masks)

@@ -136,6 +136,7 @@ def describe(stats):
 
 
 def main(argv=None):
+    tg.backend.tune_process()  # opt-in: malloc and thread settings for speed (backend/process.py)
     args = parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     tg.manual_seed(args.seed)

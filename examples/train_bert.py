@@ -77,6 +77,7 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
+    tg.backend.tune_process()  # opt-in: malloc and thread settings for speed (backend/process.py)
     args = parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     tg.manual_seed(args.seed)

@@ -18,6 +18,8 @@ import tensorgrad as tg
 from tensorgrad import nn
 from tensorgrad.nn import optim
 
+tg.backend.tune_process()  # opt-in: malloc and thread settings for speed (backend/process.py)
+
 # --- configuration -------------------------------------------------------------------------------
 SEED = 0
 CHANNELS = (16, 32)     # feature maps after the first and the second convolution

@@ -18,6 +18,8 @@ from tensorgrad import nn
 from tensorgrad.nn import optim
 from tensorgrad.nn.optim import lr_scheduler
 
+tg.backend.tune_process()  # opt-in: malloc and thread settings for speed (backend/process.py)
+
 # --- configuration -------------------------------------------------------------------------------
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,

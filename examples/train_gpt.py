@@ -92,6 +92,7 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
+    tg.backend.tune_process()  # opt-in: malloc and thread settings for speed (backend/process.py)
     args = parse_args(argv)
     rank, world = start_processes(args)
     lead = rank == 0  # the one process that logs, evaluates, samples and writes files

@@ -20,6 +20,8 @@ from tensorgrad import nn
 from tensorgrad.nn import optim
 from tensorgrad.utils.data import DataLoader, Dataset, random_split
 
+tg.backend.tune_process()  # opt-in: malloc and thread settings for speed (backend/process.py)
+
 # --- configuration -------------------------------------------------------------------------------
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
                     argparse.RawDescriptionHelpFormatter):

@@ -147,6 +147,7 @@ def exact_match(model, pairs, num_beams):
 
 
 def main(argv=None):
+    tg.backend.tune_process()  # opt-in: malloc and thread settings for speed (backend/process.py)
     args = parse_args(argv)
     tg.manual_seed(args.seed)
     rng = random.Random(args.seed)

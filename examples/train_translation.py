@@ -176,6 +176,7 @@ def show_attention(words, digits, weights, path):
 
 
 def main(argv=None):
+    tg.backend.tune_process()  # opt-in: malloc and thread settings for speed (backend/process.py)
     args = parse_args(argv)
     tg.manual_seed(args.seed)
     rng = random.Random(args.seed)

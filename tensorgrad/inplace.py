@@ -11,10 +11,19 @@ next to autograd, PyTorch's rules:
 
 Tensor inherits these from `InPlaceMethods`, which keeps tensor.py one read.
 """
+from .backend.overrides import overridable
 
 # How far up PyTorch's type ladder a dtype kind is: an in-place op may not climb it
 # (an int tensor cannot take a float result), only stay or go down.
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+@overridable("add_scaled_")
+def _add_scaled_(xp, y, x, alpha):
+    """y += alpha * x in place, for float arrays of one shape and dtype (add_ with alpha: an SGD
+    step's p.add_(grad, alpha=-lr), mlp_step)."""
+    y += alpha * x
+    return y
 
 
 class InPlaceMethods:
@@ -33,13 +42,17 @@ class InPlaceMethods:
                                f"'{self._node.prim.name}' that requires grad; autograd does not "
                                "record in-place ops, use an out-of-place op (where, masked_fill, "
                                "cat) instead")
+        if writes_memory:
+            self._check_overlap(op_name)
+        self._version[0] += 1
+
+    def _check_overlap(self, op_name):
         data = self.data
-        if writes_memory and data.size > 1 and 0 in data.strides and any(
+        if data.size > 1 and 0 in data.strides and any(
                 stride == 0 and n > 1 for stride, n in zip(data.strides, data.shape)):
             raise RuntimeError(f"{op_name}: unsupported operation: more than one element of the "
                                "written-to tensor refers to a single memory location. Please "
                                "clone() the tensor before performing the operation.")
-        self._version[0] += 1
 
     def _operand(self, value):
         if isinstance(value, _tensor.Tensor):
@@ -65,30 +78,36 @@ class InPlaceMethods:
         if recording and _autograd.is_grad_enabled():
             if self._node is None and self.requires_grad:
                 self._inplace(op_name)  # raises PyTorch's leaf error
-            alias = _tensor.Tensor._wrap(self.data, self._backend, self.requires_grad,
-                                         self._node, self._version)
+            self._check_overlap(op_name)
+            # PyTorch's write would reach this memory: nodes that saved it, or a view of it, see
+            # a new version (the op below saves it, if at all, at that version).
+            self._version[0] += 1
+            alias = _tensor.new_tensor(_tensor.Tensor, self.data, self._backend,
+                                       self.requires_grad, self._node, self._version)
             out = self._result(op_name, op(alias, other, **attrs))
             old_node = self._node
             self.data, self._node, self.requires_grad = out.data, out._node, out.requires_grad
             if _hooks.registry and old_node is not None:
                 _hooks.moved(self, old_node)  # a retained .grad follows the new value
-            # Nodes that saved this Tensor would now read the new data: a new, higher version
-            # makes their backward fail clearly. The old data keeps the old counter (and views).
-            self._version = [self._version[0] + 1]
+            # This Tensor is now `out`: it takes out's counter, so a node that saved the output
+            # sees later writes, moved past every version the old value had, so a node that
+            # saved this Tensor object fails clearly. The old data keeps the old counter.
+            counter = out._version
+            if counter is not self._version:
+                node = out._node
+                if node is not None and node.out_version is counter:
+                    node.out_saved_version = self._version[0]
+                counter[0] = self._version[0]
+            self._version = counter
             return self
         self._inplace(op_name)
         if ufunc is not None:
             operand = self._operand(other)
             alpha = attrs.get("alpha", 1)
             if alpha != 1:
-                # add_ with alpha in one compiled pass (an SGD step; benchmarks/: mlp_step) when
-                # the operand is an array of this tensor's shape and dtype
-                kernels = (self._backend.kernels(self.data, operand)
-                           if getattr(operand, "shape", None) == self.data.shape
-                           and operand.dtype == self.data.dtype and self.data.flags.c_contiguous
-                           else None)
-                if kernels is not None:
-                    kernels.add_scaled_(self.data, operand, alpha)
+                if (getattr(operand, "shape", None) == self.data.shape
+                        and operand.dtype == self.data.dtype and operand.dtype.kind == "f"):
+                    _add_scaled_(self._backend, self.data, operand, alpha)
                     return self
                 operand = operand * alpha  # add_'s scale, on the array: no op dispatch
             try:

@@ -4,6 +4,8 @@ Methods are thin: each forwards to a function in `tensorgrad.ops`, where the pri
 gradient live. The in-place methods (`add_`, `+=`, `set_` ...) and what in place means next to
 autograd are in inplace.py; creation functions (`tensor`, `zeros`, `randn` ...) in creation.py.
 """
+import functools
+
 from . import backend as _backends
 from .device import device
 from .inplace import InPlaceMethods
@@ -18,11 +20,6 @@ class Tensor(InPlaceMethods):
         made = _creation.tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
         self.data, self._backend = made.data, made._backend
         self.grad, self.requires_grad, self._node, self._version = None, requires_grad, None, [0]
-
-    @classmethod
-    def _wrap(cls, data, backend, requires_grad, node, version):
-        """Fast constructor used by ops: no validation, no copies."""
-        return new_tensor(cls, data, backend, requires_grad, node, version)
 
     @classmethod
     def _constant(cls, data, backend):
@@ -205,12 +202,12 @@ class Tensor(InPlaceMethods):
         source = self
         if self.requires_grad and _autograd.is_grad_enabled():
             source = _autograd.PRIMITIVES["reshape"](self, shape=self.shape)  # the alias node
-        return cls._wrap(source.data, source._backend, source.requires_grad, source._node,
-                         source._version)
+        return new_tensor(cls, source.data, source._backend, source.requires_grad, source._node,
+                          source._version)
 
     def detach(self):
         """The same data, cut from the graph (shares memory and the version counter)."""
-        return Tensor._wrap(self.data, self._backend, False, None, self._version)
+        return new_tensor(Tensor, self.data, self._backend, False, None, self._version)
 
     def detach_(self):
         """Cut this tensor from the graph in place: it becomes a leaf that requires no grad.
@@ -413,8 +410,9 @@ class Tensor(InPlaceMethods):
 
 
 def new_tensor(cls, data, backend, requires_grad, node, version, _new=object.__new__):
-    """`Tensor._wrap` as a plain function: the engine and the primitives call it for every
-    output, and a classmethod's binding costs a fifth of the call (op_overhead fwd)."""
+    """The one way the engine makes a Tensor of an array: no validation, no copies. A plain
+    function: the engine calls it for every output, and a classmethod's binding costs a fifth
+    of the call (op_overhead fwd). `Tensor._constant(data, backend)` is its graph-free form."""
     t = _new(cls)
     t.data = data
     t._backend = backend
@@ -443,9 +441,32 @@ def tensor_method(fn, name=None):
     """Declare an op a Tensor method as well: `@tensor_method` over `def softmax(x, dim=-1)`
     makes `x.softmax(-1)` call that very function, so a method has no second implementation and
     `help(Tensor.softmax)` shows the op's docstring. tests/tensorgrad/test_tensor_methods.py
-    checks the methods against torch.Tensor's."""
+    checks the methods against torch.Tensor's. An op with a `dim` parameter also takes NumPy's
+    names, as PyTorch's do: `x.sum(axis=1, keepdims=True)`."""
+    if "dim" in getattr(fn.__code__, "co_varnames", ())[:fn.__code__.co_argcount
+                                                      + fn.__code__.co_kwonlyargcount] \
+            and not hasattr(fn, "__wrapped__"):
+        fn = _numpy_names(fn)
     setattr(Tensor, name or fn.__name__, fn)
     return fn
+
+
+_NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
+
+
+def _numpy_names(fn):
+    """fn, taking `axis=` for `dim=` and `keepdims=` for `keepdim=` (PyTorch's NumPy aliases)."""
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        if "axis" in kwargs or "keepdims" in kwargs:
+            for alias, name in _NUMPY_NAMES.items():
+                if alias in kwargs:
+                    if name in kwargs:
+                        raise TypeError(f"{fn.__name__}() got both {name}= and its alias "
+                                        f"{alias}=")
+                    kwargs[name] = kwargs.pop(alias)
+        return fn(*args, **kwargs)
+    return op
 
 
 def tensor_operator(op, dunder):

@@ -1,18 +1,14 @@
-"""About 500 everyday PyTorch calls (tests/torch_checklist.py), each run with torch and with
-tensorgrad in its place, the results compared: values, shapes and dtypes. A call that does not
-work like torch yet is listed in KNOWN_GAPS with the reason; such an entry must keep failing
-(strict xfail), so fixing one means removing it from the list."""
+"""About 500 everyday PyTorch calls (torch_checklist_tensors.py, torch_checklist_nn.py), each
+run with torch and with tensorgrad in its place, the results compared: values, shapes and
+dtypes."""
 import numpy as np
 import pytest
 
 import tensorgrad as tg
-from torch_checklist import ENTRIES
+import torch_checklist_nn as nn_calls
+import torch_checklist_tensors as tensor_calls
 
 torch = pytest.importorskip("torch")
-
-KNOWN_GAPS = {
-}
-
 
 def plain(x):
     """A result reduced to what the two libraries can be compared on."""
@@ -57,16 +53,18 @@ def same(ours, theirs, where="result"):
         assert ours == theirs and type(ours) is type(theirs), f"{where}: {ours!r} != {theirs!r}"
 
 
-@pytest.mark.parametrize("name, fn", [
-    pytest.param(name, fn, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[name]))
-    if name in KNOWN_GAPS else (name, fn) for name, fn in ENTRIES])
+GROUPS = {"creation": tensor_calls.CREATION, "tensor": tensor_calls.TENSOR,
+          "more": tensor_calls.MORE, "nn": nn_calls.NN, "functional": nn_calls.FUNCTIONAL,
+          "optim": nn_calls.OPTIM, "data": nn_calls.DATA, "autograd": nn_calls.AUTOGRAD,
+          "serialization": nn_calls.SERIALIZATION}
+ENTRIES = [(f"{group}: {name}", fn) for group, entries in GROUPS.items()
+           for name, fn in entries]
+
+
+@pytest.mark.parametrize("name, fn", ENTRIES)
 def test_everyday_call_works_like_torch(name, fn):
     torch.manual_seed(0)
     tg.manual_seed(0)
     theirs = plain(fn(torch))
     ours = plain(fn(tg))
     same(ours, theirs)
-
-
-def test_known_gaps_name_entries():
-    assert set(KNOWN_GAPS) <= {name for name, _ in ENTRIES}

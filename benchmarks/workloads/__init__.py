@@ -61,6 +61,7 @@ class Env:
                 self.sync = torch.cuda.synchronize
         elif framework == "tensorgrad":
             import tensorgrad as tg
+            tg.backend.tune_process()  # malloc and thread settings, as measured
             tg.manual_seed(0)
             if device == "cuda":
                 if not tg.cuda_is_available():

@@ -10,6 +10,7 @@ import sys
 import numpy
 
 from .numpy_backend import NumpyBackend
+from .process import tune_process  # noqa: F401
 from . import cuda_runtime
 
 # dtypes are numpy dtype objects; CuPy uses the same ones.

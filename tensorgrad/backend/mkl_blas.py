@@ -136,7 +136,8 @@ def library():
             _lib.MKL_Set_Num_Threads(threads.chosen_num_threads() or _environment_count()
                                      or threads.get_num_threads())
             threads.libraries_changed()
-            threads.openblas_on_one_thread()  # it keeps only the small products
+            if threads.openblas_follows_mkl:  # asked for by backend.tune_process
+                threads.openblas_on_one_thread()
     return _lib
 
 

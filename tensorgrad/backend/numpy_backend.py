@@ -1,9 +1,5 @@
 """The CPU backend: NumPy arrays."""
-import ctypes
-import ctypes.util
 import math
-import os
-import sys
 
 import numpy
 
@@ -20,28 +16,6 @@ def _erf_function():
         except ImportError:  # scipy is optional; math.erf is exact but slower
             _scipy_erf = None
     return _scipy_erf
-
-
-def tune_malloc():
-    """Let glibc keep freed array memory for reuse instead of handing it back to the kernel.
-
-    A training step allocates and frees the same few-MB arrays every time. By default glibc
-    serves each from a fresh mmap and unmaps it on free, so every step pays page faults to zero
-    new memory (mlp_step, gpt_step). PyTorch's CPU
-    allocator avoids the same cost by caching. Raising the mmap and trim thresholds keeps those
-    arrays in the heap. Linux with glibc only; skipped when TENSORGRAD_MALLOC_TUNING=0 or when
-    the user set glibc's own MALLOC_MMAP_THRESHOLD_. Returns whether it applied.
-    """
-    if (not sys.platform.startswith("linux") or os.environ.get("TENSORGRAD_MALLOC_TUNING") == "0"
-            or "MALLOC_MMAP_THRESHOLD_" in os.environ):
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # not glibc (musl, say): leave the allocator alone
-        return False
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    return bool(mallopt(m_mmap_threshold, 32 * 2**20) and mallopt(m_trim_threshold, 256 * 2**20))
 
 
 def _row_major(a):
@@ -91,7 +65,6 @@ class NumpyBackend:
 
     def __init__(self):
         self.rng = numpy.random.default_rng()
-        self.malloc_tuned = tune_malloc()
 
     def seed(self, seed):
         self.rng = numpy.random.default_rng(seed)

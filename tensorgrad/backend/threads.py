@@ -32,6 +32,7 @@ _pool = None  # (size, ThreadPoolExecutor), made on the first parallel map
 _controller = None  # threadpoolctl's handle on the BLAS libraries, made when first needed
 _here = threading.local()  # .pool: True on the pool's threads
 _openblas_single = False  # set by openblas_on_one_thread: MKL takes the float products
+openblas_follows_mkl = False  # set by backend.tune_process: OpenBLAS to one thread once MKL loads
 
 
 def _forget_pool():

@@ -54,7 +54,7 @@ def init(backend=None, timeout=None):
                            "pip install 'tensorgrad[distributed]' (mpi4py with the mpich wheel)")
     from .mpi import MpiGroup
 
-    _world = MpiGroup(None if timeout is None else float(timeout))
+    _world = MpiGroup(None if timeout is None else float(timeout), DistBackendError)
     if _world.size > 1:
         _world.install_abort_hook()
     return _world

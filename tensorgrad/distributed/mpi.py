@@ -10,7 +10,6 @@ import time
 
 from mpi4py import MPI
 
-from .group import DistBackendError
 
 # AVG is a SUM followed by a division (collectives.py): MPI has no mean.
 _OPS = {"SUM": MPI.SUM, "AVG": MPI.SUM, "PRODUCT": MPI.PROD, "MIN": MPI.MIN, "MAX": MPI.MAX}
@@ -19,7 +18,8 @@ _OPS = {"SUM": MPI.SUM, "AVG": MPI.SUM, "PRODUCT": MPI.PROD, "MIN": MPI.MIN, "MA
 class MpiGroup:
     """All the processes of MPI_COMM_WORLD: rank, size, local rank and the collectives."""
 
-    def __init__(self, timeout=None):
+    def __init__(self, timeout, error):
+        self.error = error  # what a timed-out collective raises (the API's DistBackendError)
         self.comm = MPI.COMM_WORLD
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         # The local rank is the rank among the processes that share this node's memory: the
@@ -69,7 +69,7 @@ class MpiGroup:
         pause = 1e-6
         while not request.Test():
             if time.monotonic() > deadline:
-                raise DistBackendError(
+                raise self.error(
                     f"{what}: timed out after {timeout:g} s on rank {self.rank} of {self.size}, "
                     "waiting for the other ranks (did one fail, or call the collectives in a "
                     "different order?); the job cannot continue")

@@ -8,13 +8,14 @@ the shrinks and threshold take 0 on their boundaries), and every branch is kept 
 is not chosen: a masked-out inf still turns into NaN in the gradient (0 * inf).
 
 relu and gelu are fused primitives whose first-order VJP works on arrays (one pass where the
-op-by-op form makes several); each names its composite, which the engine differentiates under
-create_graph. GELU's tanh form also has a compiled twin for the CPU
-(tensorgrad/backend/kernels/activation.py), used when the backend offers kernels.
+op-by-op form makes several); relu's VJP switches to tensorgrad ops under create_graph, gelu
+names its composite, which the engine differentiates then. Their forwards and VJP steps are
+overridable: the CPU backend's compiled twins register against their names.
 """
 import math
 
-from ..autograd import primitive
+from ..autograd import is_grad_enabled, primitive
+from ..backend.overrides import overridable
 from ..tensor import Tensor, tensor_method
 from .operands import normalize_dim, require_float
 from .select import where
@@ -44,26 +45,28 @@ def _sigmoid_vjp(ctx, g):
     return g * y * (1.0 - y)
 
 
-def _relu_composite(x):
-    return x * (x > 0).to(x.dtype)
-
-
-# The VJP works on arrays (one pass: g times the bool mask; the op-by-op form made three and two
-# temporaries, benchmarks/: mlp_step); create_graph differentiates the composite.
-@primitive("relu", saves=(0,), composite=_relu_composite)
+# Saves its output, as PyTorch's does (out > 0 where x > 0), so a write into x after relu is
+# harmless. The VJP works on arrays (one pass: g times the bool mask; the op-by-op form made
+# three and two temporaries, benchmarks/: mlp_step), and in tensorgrad ops under create_graph.
+@primitive("relu", saves_out=True)
+@overridable("relu")
 def _relu(xp, x):
-    kernels = xp.kernels(x)
-    return kernels.relu(x) if kernels is not None else xp.maximum(x, 0)
+    return xp.maximum(x, 0)
+
+
+@overridable("relu.vjp")
+def _relu_backward(xp, x, g):
+    out = xp.empty_like(g)  # an array even for 0-d inputs, where multiply gives a scalar
+    return xp.multiply(g, x > 0, out=out)
 
 
 @_relu.defvjp
 def _relu_vjp(ctx, g):
-    x, xp = ctx.inputs[0], ctx.backend
-    kernels = xp.kernels(x.data, g.data)
-    if kernels is not None:
-        return Tensor._constant(kernels.relu_backward(x.data, g.data), xp)
-    out = xp.empty_like(g.data)  # an array even for 0-d inputs, where multiply gives a scalar
-    return Tensor._constant(xp.multiply(g.data, x.data > 0, out=out), xp)
+    if is_grad_enabled():
+        y = ctx.out
+        return g * (y > 0).to(y.dtype)
+    xp = ctx.backend
+    return Tensor._constant(_relu_backward(xp, ctx.out_data, g.data), xp)  # out > 0 iff x > 0
 
 
 sigmoid = tensor_method(_unary(_sigmoid, "sigmoid"))
@@ -88,12 +91,10 @@ def _gelu_composite(x, approximate):
 # Fused: the composite is 6-8 elementwise ops and as many again in backward (benchmarks/
 # gpt_step); here the forward is in-place passes over one buffer and the VJP one expression.
 @primitive("gelu", saves=(0,), saves_extra=True, composite=_gelu_composite)
+@overridable("gelu")
 def _gelu(xp, x, approximate):
     # gelu(x) = 0.5 x gate(x), gate = 1 + tanh(u) or 1 + erf(x / sqrt 2); the gate is kept for
     # the VJP, which then needs no tanh or erf of its own.
-    kernels = xp.kernels(x)
-    if kernels is not None:  # one compiled pass (exact form: benchmarks/ vit_step, bert_step)
-        return kernels.gelu_tanh(x) if approximate == "tanh" else kernels.gelu_erf(x)
     gate = xp.empty_like(x)  # an array even for 0-d x, so the passes below work in place
     if approximate == "tanh":
         xp.multiply(x, x, out=gate)
@@ -112,18 +113,19 @@ def _gelu(xp, x, approximate):
 
 @_gelu.defvjp
 def _gelu_vjp(ctx, g):
+    xp = ctx.backend
+    gx = _gelu_backward(xp, ctx.inputs[0].data, ctx.extra, g.data, ctx.attrs["approximate"])
+    return Tensor._constant(gx, xp)
+
+
+@overridable("gelu.vjp")
+def _gelu_backward(xp, x, gate, g, approximate):
     # In-place passes over two buffers: each fresh temporary of this size costs as much as the
     # arithmetic (page faults on new memory).
-    x, = ctx.inputs
-    gate, xp = ctx.extra, ctx.backend
-    kernels = xp.kernels(x.data, g.data)
-    if kernels is not None:
-        backward = kernels.gelu_tanh_backward if ctx.attrs["approximate"] == "tanh" \
-            else kernels.gelu_erf_backward
-        return Tensor._constant(backward(x.data, gate, g.data), xp)
-    x, gate = x.data.reshape(x.shape or (1,)), gate.reshape(x.shape or (1,))  # 0-d: no scalars
+    shape = x.shape
+    x, gate = x.reshape(shape or (1,)), gate.reshape(shape or (1,))  # 0-d: no scalars
     slope = x * x
-    if ctx.attrs["approximate"] == "tanh":
+    if approximate == "tanh":
         # d/dx 0.5 x (1 + t) = 0.5 (1 + t) (1 + x (1 - t) u'),  t = tanh u = gate - 1,
         # u' = c (1 + 3 * 0.044715 x^2)
         slope *= 3.0 * _GELU_CUBIC * _SQRT_2_OVER_PI
@@ -140,8 +142,8 @@ def _gelu_vjp(ctx, g):
         slope *= x
         slope *= 1.0 / math.sqrt(2.0 * math.pi)
         slope += 0.5 * gate
-    slope *= g.data.reshape(slope.shape)
-    return Tensor._constant(slope.reshape(g.shape), xp)
+    slope *= g.reshape(slope.shape)
+    return slope.reshape(shape)
 
 
 def gelu(x, approximate="none"):

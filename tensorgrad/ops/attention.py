@@ -6,8 +6,8 @@ its backward makes a pass per op. Inputs longer than one tile take a tiled path
 (FlashAttention's online softmax) that never holds the whole (Tq, Tk) matrix, forward or
 backward: it saves q, k, v, the additive bias, the (..., Tq, Ev) output and one log-sum-exp per
 query row, and its VJP rebuilds the probabilities block by block, so memory grows linearly with
-T. With the Numba kernels and MKL, and nothing masked but is_causal, the block loops below run
-compiled (backend/kernels/tiled_attention.py): the same blocks, kernels and MKL products,
+T. Each matrix's block loop, the whole path and their steps (the online-softmax step, the row
+softmax and its VJP) are overridable: the CPU backend's compiled twins run the same blocks
 without the Python between them. Shorter inputs (one tile of queries or keys) keep their
 probabilities for a VJP in four matmuls and a few passes. Under no_grad nothing is kept. The
 composite (`_attention_composite`, matmul -> softmax -> matmul) is what create_graph
@@ -24,6 +24,7 @@ masked when none of its scores is above the dtype's lowest finite value (an addi
 torch.finfo(dtype).min everywhere, or a bool mask that is all False).
 """
 from ..autograd import primitive
+from ..backend.overrides import overridable
 from ..tensor import Tensor
 from .attention_inputs import broadcast_shapes, prepare_inputs, split_mask, ungroup_heads
 from .select import maximum, where
@@ -93,13 +94,17 @@ def _masked_scores(xp, q_rows, k, bias, mask, causal, rows, cols, buffer=None):
         if shape != s.shape:  # a mask with more batch dims than q and k
             s = xp.broadcast_to(s, shape).copy()
         xp.copyto(s, lowest, where=blocked)
+    if causal and _first_future(rows, cols) < s.shape[-1]:
+        _hide_future_(xp, s, rows, cols, lowest)
+    return s
+
+
+@overridable("attention.hide_future_")
+def _hide_future_(xp, s, rows, cols, lowest):
+    """Under is_causal, the scores (..., r, c) of the query `rows` for keys after them (of the
+    key `cols`) set to `lowest`, in place."""
     first = _first_future(rows, cols)
-    if causal and first < s.shape[-1]:
-        kernels = xp.kernels(s)
-        if kernels is not None and s.flags.c_contiguous:
-            kernels.hide_future_(s, rows.start - cols.start, lowest)
-        else:
-            xp.copyto(s[..., first:], lowest, where=_future(xp, rows, cols, first))
+    xp.copyto(s[..., first:], lowest, where=_future(xp, rows, cols, first))
     return s
 
 
@@ -108,13 +113,11 @@ def _block_of(buffer, rows, cols):
     return buffer[:rows * cols].reshape(rows, cols)
 
 
-def _online_step(xp, kernels, s, top, acc, total):
+@overridable("attention.online_step_")
+def _online_step_(xp, s, top, acc, total):
     """An online-softmax step over a (r, c) block of scores, in place: raises the rows' running
     max `top` (r, 1) to cover the block, rescales the sums so far, P V `acc` (r, Ev) and rowsum
     P `total` (r, 1), to it, sets s = exp(s - new max) and adds its row sums to `total`."""
-    if kernels is not None:
-        kernels.online_step_(s, top, acc, total)
-        return
     new_top = xp.maximum(top, s.max(axis=-1, keepdims=True))
     shrink = xp.exp(top - new_top)
     acc *= shrink
@@ -125,18 +128,25 @@ def _online_step(xp, kernels, s, top, acc, total):
     total += s.sum(axis=-1, keepdims=True)
 
 
-def _exp_shifted(xp, kernels, s, shift):
+@overridable("attention.exp_shifted_")
+def _exp_shifted_(xp, s, shift):
     """s = exp(s - shift) in place: a (r, c) block of probabilities rebuilt from its rows'
     (r, 1) log-sum-exps."""
-    if kernels is not None:
-        return kernels.exp_shifted_(s, shift)
     s -= shift
     return xp.exp(s, out=s)
 
 
-def _softmax_(xp, s, masked):
-    """Row softmax of scores, in place (fresh (Tq, Tk) arrays are costly to fill). masked:
+@overridable("attention.softmax_rows_")
+def _softmax_rows_(xp, s, causal, masked, scale):
+    """Row softmax of the scores s (..., Tq, Tk) times `scale`, in place (fresh (Tq, Tk) arrays
+    are costly to fill); causal: query i sees keys j <= i (top-left, as is_causal). masked:
     whether scores were removed, so that a row may have none left; such rows become 0."""
+    if scale != 1:
+        s *= s.dtype.type(scale)
+    if causal:
+        whole = slice(0, s.shape[-2]), slice(0, s.shape[-1])
+        if _first_future(*whole) < s.shape[-1]:
+            _hide_future_(xp, s, *whole, xp.finfo(s.dtype).min)
     top = s.max(axis=-1, keepdims=True)
     s -= top
     xp.exp(s, out=s)
@@ -187,37 +197,41 @@ def _tiled(xp, q, k, v, bias, mask, causal, scale):
     rescales what the earlier blocks added up by exp(old max - new max). Memory per step is one
     block, not the (Tq, Tk) matrix; with is_causal, keys after a block's last query are not
     visited. Returns the output and the rows' log-sum-exps."""
-    tq, tk, ev = q.shape[-2], k.shape[-2], v.shape[-1]
+    tq, ev = q.shape[-2], v.shape[-1]
     batch = _batch(q, k, v, bias, mask)
     out = xp.empty(batch + (tq, ev), q.dtype)
     lse = xp.empty(batch + (tq, 1), q.dtype)
-    lowest = xp.finfo(q.dtype).min
-    kernels = xp.kernels(q, k, v)
 
     def one_matrix(i, qi, ki, vi, bias_i, mask_i):  # writes out[i] and lse[i] only
-        if (kernels is not None and bias_i is None and mask_i is None
-                and kernels.tiled_forward_(qi, ki, vi, causal, scale, out[i], lse[i], TILE,
-                                           KEY_TILE)):
-            return  # the loop below, compiled (kernels/tiled_attention.py)
-        # one block's scores at a time in one buffer, and the products written or added into
-        # their targets: no fresh array, nor an add pass, per product (benchmarks/: attention)
-        buffer = xp.empty(TILE * KEY_TILE, q.dtype)
-        for rows in _spans(tq, TILE):
-            q_rows = qi[rows] * q.dtype.type(scale)  # (r, E)
-            top = xp.full((rows.stop - rows.start, 1), lowest, q.dtype)  # the rows' running max
-            acc = xp.zeros((rows.stop - rows.start, ev), q.dtype)  # P V so far
-            total = xp.zeros((rows.stop - rows.start, 1), q.dtype)  # rowsum P so far
-            for cols in _spans(_visible(tk, rows, causal), KEY_TILE):
-                s = _masked_scores(xp, q_rows, ki, bias_i, mask_i, causal, rows, cols, buffer)
-                _online_step(xp, kernels, s, top, acc, total)
-                xp.matmul_into(s, vi[cols], acc, accumulate=True)  # (r, c) @ (c, Ev)
-            acc *= 1 / total
-            _zero_dead_rows(xp, acc, top)
-            out[i][rows] = acc
-            lse[i][rows] = _log_sum_exp(xp, top, total)
+        _tiled_matrix(xp, qi, ki, vi, bias_i, mask_i, causal, scale, out[i], lse[i], TILE,
+                      KEY_TILE)
     # the matrices are independent: on several threads when the CPU backend has them
     xp.map_matrices(one_matrix, _per_matrix(xp, batch, q, k, v, bias, mask))
     return out, lse
+
+
+@overridable("attention.tiled_matrix")
+def _tiled_matrix(xp, q, k, v, bias, mask, causal, scale, out, lse, tile, key_tile):
+    """The tiled forward of one matrix, q (Tq, E), k (Tk, E), v (Tk, Ev), written into out
+    (Tq, Ev) and the rows' log-sum-exps lse (Tq, 1), in blocks of tile x key_tile scores."""
+    tq, tk, ev = q.shape[-2], k.shape[-2], v.shape[-1]
+    lowest = xp.finfo(q.dtype).min
+    # one block's scores at a time in one buffer, and the products written or added into
+    # their targets: no fresh array, nor an add pass, per product (benchmarks/: attention)
+    buffer = xp.empty(tile * key_tile, q.dtype)
+    for rows in _spans(tq, tile):
+        q_rows = q[rows] * q.dtype.type(scale)  # (r, E)
+        top = xp.full((rows.stop - rows.start, 1), lowest, q.dtype)  # the rows' running max
+        acc = xp.zeros((rows.stop - rows.start, ev), q.dtype)  # P V so far
+        total = xp.zeros((rows.stop - rows.start, 1), q.dtype)  # rowsum P so far
+        for cols in _spans(_visible(tk, rows, causal), key_tile):
+            s = _masked_scores(xp, q_rows, k, bias, mask, causal, rows, cols, buffer)
+            _online_step_(xp, s, top, acc, total)
+            xp.matmul_into(s, v[cols], acc, accumulate=True)  # (r, c) @ (c, Ev)
+        acc *= 1 / total
+        _zero_dead_rows(xp, acc, top)
+        out[rows] = acc
+        lse[rows] = _log_sum_exp(xp, top, total)
 
 
 def _visible(tk, rows, causal):
@@ -246,12 +260,7 @@ def _one_query(xp, q, k, v, scale):
     column = q.reshape(q.shape[:-2] + (q.shape[-1], 1))  # (..., E, 1), a view
     scores = xp.matmul(k, column)  # (..., Tk, E) @ (..., E, 1) -> (..., Tk, 1)
     scores = scores.reshape(scores.shape[:-2] + (1, scores.shape[-2]))  # (..., 1, Tk)
-    kernels = xp.kernels(scores)
-    if kernels is not None:
-        p = kernels.softmax_rows(scores, False, scale=scale)
-    else:
-        scores *= scores.dtype.type(scale)
-        p = _softmax_(xp, scores, False)
+    p = _softmax_rows_(xp, scores, False, False, scale)
     return xp.matmul(p, v), p  # (..., 1, Tk) @ (..., Tk, Ev)
 
 
@@ -267,25 +276,21 @@ def _attention(xp, q, k, v, bias, mask, causal, scale, dropout):
         return _one_query(xp, q, k, v, scale)
     if _takes_tiles(q, k, dropout):
         return _tiled(xp, q, k, v, bias, mask, causal, scale)
+    return _whole(xp, q, k, v, bias, mask, causal, scale, dropout)
+
+
+@overridable("attention.whole")
+def _whole(xp, q, k, v, bias, mask, causal, scale, dropout):
+    """(out, p): the whole (..., Tq, Tk) matrix of probabilities at once."""
     whole = slice(0, q.shape[-2]), slice(0, k.shape[-2])
-    kernels = xp.kernels(q, k, bias)
     masked = bias is not None or mask is not None
-    if kernels is not None and not masked and dropout is None:
-        compiled = kernels.whole_forward(q, k, v, causal, scale)  # (out, p), or None
-        if compiled is not None:
-            return compiled  # the code below, compiled (kernels/whole_attention.py)
-    # With nothing else masked, the backend's fused kernel (if any) applies is_causal and the
-    # scale itself: no scaled copy of q (benchmarks/: gpt_step)
-    in_kernel = kernels is not None and not masked
-    # k^T as a view: the backend lays it out only if the product needs it (one query does not)
-    scores = _masked_scores(xp, q if in_kernel else q * q.dtype.type(scale), k, bias, mask,
-                            causal and not in_kernel, *whole)
-    if in_kernel:
-        p = kernels.softmax_rows(scores, causal, scale=scale)
-    elif kernels is not None:
-        p = kernels.softmax_rows(scores, False, masked)
-    else:
-        p = _softmax_(xp, scores, masked)
+    if masked:  # the scale before the bias is added; the softmax then has none to apply
+        scores = _masked_scores(xp, q * q.dtype.type(scale), k, bias, mask, causal, *whole)
+        p = _softmax_rows_(xp, scores, False, True, 1.0)
+    else:  # the softmax applies is_causal and the scale: no scaled copy of q (gpt_step)
+        # k^T as a view: the backend lays it out only if the product needs it
+        p = _softmax_rows_(xp, _masked_scores(xp, q, k, None, None, False, *whole), causal,
+                           False, scale)
     out = xp.matmul(p if dropout is None else p * dropout, v)  # (..., Tq, Tk) @ (..., Tk, Ev)
     return out, p
 
@@ -307,16 +312,12 @@ def _attention_vjp(ctx, g):
     return tuple(None if d is None else Tensor._constant(d, xp) for d in grads)
 
 
+@overridable("attention.whole_vjp")
 def _whole_vjp(xp, q, k, v, dropout, scale, g, out, p, needs):
     """The whole path's gradients, the batch in one go, from the forward's probabilities p
     (read only: backward may run twice). Each is one product, returned as it comes (dK and dV
     as transposed views), not added into zero-filled arrays (benchmarks/: gpt_step)."""
     needs_q, needs_k, needs_v, needs_bias = needs
-    kernels = xp.kernels(q, k, v, g)
-    if kernels is not None and dropout is None and not needs_bias:
-        grads = kernels.whole_backward(q, k, v, g, out, p, scale, needs_q, needs_k, needs_v)
-        if grads is not None:
-            return grads + (None,)  # the code below, compiled (kernels/whole_attention.py)
     dv = _transposed_product(xp, p if dropout is None else p * dropout, g) if needs_v else None
     if not (needs_q or needs_k or needs_bias):
         return None, None, dv, None
@@ -324,8 +325,7 @@ def _whole_vjp(xp, q, k, v, dropout, scale, g, out, p, needs):
     dp = xp.matmul(g, v.swapaxes(-1, -2))  # dO V^T
     # dQ and dK are products with dS * scale: applied in dS's own pass, it spares a pass over
     # dQ and a scaled copy of q (benchmarks/: gpt_step). The bias's gradient is dS itself.
-    ds = _softmax_backward(xp, xp.kernels(dp), dp, p, delta, dropout,
-                           1.0 if needs_bias else scale)
+    ds = _softmax_backward_(xp, dp, p, delta, dropout, 1.0 if needs_bias else scale)
     rest = q.dtype.type(scale if needs_bias else 1.0)  # the scale the products still need
     dq = dk = None
     if needs_q:
@@ -349,40 +349,44 @@ def _tiled_vjp(xp, q, k, v, bias, mask, causal, scale, g, out, lse, needs):
     dv = xp.zeros(batch + v.shape[-2:], v.dtype) if needs_v else None
     dbias = xp.zeros(broadcast_shapes(batch + (tq, tk), bias.shape), bias.dtype) \
         if needs_bias else None
-    kernels = xp.kernels(q)
 
     # writes its own matrix's gradients only (they have the broadcast batch dims, one per item)
     def one_matrix(_, qi, ki, vi, gi, oi, bias_i, mask_i, lse_i, dqi, dki, dvi, dbias_i):
-        if (kernels is not None and bias_i is None and mask_i is None
-                and kernels.tiled_backward_(qi, ki, vi, gi, oi, lse_i, causal, scale, dqi, dki,
-                                            dvi, TILE, KEY_TILE)):
-            return  # the loop below, compiled (kernels/tiled_attention.py)
-        p_buffer, ds_buffer = xp.empty(TILE * KEY_TILE, q.dtype), xp.empty(TILE * KEY_TILE, q.dtype)
-        for rows in _spans(tq, TILE):
-            q_rows = qi[rows] * q.dtype.type(scale)  # (r, E); dQ is scaled once at the end
-            g_rows = gi[rows]
-            delta = _row_dots(xp, g_rows, oi[rows])  # (r, 1)
-            for cols in _spans(_visible(tk, rows, causal), KEY_TILE):
-                p = _masked_scores(xp, q_rows, ki, bias_i, mask_i, causal, rows, cols,
-                                   p_buffer)  # (r, c)
-                _exp_shifted(xp, kernels, p, lse_i[rows])
-                if needs_v:
-                    xp.matmul_into(p.T, g_rows, dvi[cols], accumulate=True)  # P^T dO
-                if not (needs_q or needs_k or needs_bias):
-                    continue
-                dp = xp.matmul_into(g_rows, vi[cols].T, _block_of(ds_buffer, *p.shape))  # dO V^T
-                ds = _softmax_backward(xp, kernels, dp, p, delta, None)
-                if needs_q:
-                    xp.matmul_into(ds, ki[cols], dqi[rows], accumulate=True)  # (r, c) @ (c, E)
-                if needs_k:
-                    xp.matmul_into(ds.T, q_rows, dki[cols], accumulate=True)  # dS^T (scale Q)
-                if needs_bias:
-                    dbias_i[..., rows, cols] = ds
+        _tiled_matrix_vjp(xp, qi, ki, vi, gi, oi, bias_i, mask_i, lse_i, causal, scale, dqi,
+                          dki, dvi, dbias_i, TILE, KEY_TILE)
     xp.map_matrices(one_matrix, _per_matrix(xp, batch, q, k, v, g, out, bias, mask, lse, dq, dk,
                                             dv, dbias))
     if dq is not None:
         dq *= q.dtype.type(scale)
     return dq, dk, dv, dbias
+
+
+@overridable("attention.tiled_matrix_vjp")
+def _tiled_matrix_vjp(xp, q, k, v, g, out, bias, mask, lse, causal, scale, dq, dk, dv, dbias,
+                      tile, key_tile):
+    """The tiled VJP of one matrix: dO g, the forward's output (Tq, Ev) and lse (Tq, 1) in;
+    dQ / scale, dK, dV added into dq, dk, dv and dS written into dbias (None: not wanted)."""
+    tq, tk = q.shape[-2], k.shape[-2]
+    p_buffer, ds_buffer = xp.empty(tile * key_tile, q.dtype), xp.empty(tile * key_tile, q.dtype)
+    for rows in _spans(tq, tile):
+        q_rows = q[rows] * q.dtype.type(scale)  # (r, E); dQ is scaled once at the end
+        g_rows = g[rows]
+        delta = _row_dots(xp, g_rows, out[rows])  # (r, 1)
+        for cols in _spans(_visible(tk, rows, causal), key_tile):
+            p = _masked_scores(xp, q_rows, k, bias, mask, causal, rows, cols, p_buffer)  # (r, c)
+            _exp_shifted_(xp, p, lse[rows])
+            if dv is not None:
+                xp.matmul_into(p.T, g_rows, dv[cols], accumulate=True)  # P^T dO
+            if dq is None and dk is None and dbias is None:
+                continue
+            dp = xp.matmul_into(g_rows, v[cols].T, _block_of(ds_buffer, *p.shape))  # dO V^T
+            ds = _softmax_backward_(xp, dp, p, delta, None, 1.0)
+            if dq is not None:
+                xp.matmul_into(ds, k[cols], dq[rows], accumulate=True)  # (r, c) @ (c, E)
+            if dk is not None:
+                xp.matmul_into(ds.T, q_rows, dk[cols], accumulate=True)  # dS^T (scale Q)
+            if dbias is not None:
+                dbias[..., rows, cols] = ds
 
 
 def _row_dots(xp, g, out):
@@ -391,10 +395,9 @@ def _row_dots(xp, g, out):
     return xp.einsum("...ij,...ij->...i", g, out)[..., None]
 
 
-def _softmax_backward(xp, kernels, dp, p, delta, dropout, scale=1.0):
+@overridable("attention.softmax_backward_")
+def _softmax_backward_(xp, dp, p, delta, dropout, scale):
     """dS = P * (dP * dropout - delta) * scale, in place over dP (..., r, c); delta (..., r, 1)."""
-    if kernels is not None and dropout is None and dp.shape == p.shape:
-        return kernels.softmax_rows_backward(dp, p, delta, scale)
     if dropout is not None:
         dp *= dropout
     dp -= delta

@@ -13,6 +13,8 @@ against (N, 1) makes an (N, N) loss.
 import math
 
 from ..autograd import primitive
+from ..backend.overrides import overridable
+from ..errors import OpError
 from ..tensor import Tensor
 from .activation import _log1p_exp
 from .binary import xlogy
@@ -50,6 +52,25 @@ def _cross_entropy_composite(logits, target, weight, ignore_index, label_smoothi
     return loss.sum() / float(w_t.sum()) if reduction == "mean" else loss.sum()
 
 
+@overridable("cross_entropy.max_and_sum_exp")
+def _max_and_sum_exp(xp, logits):
+    """Each row's max and sum of exp(logit - max), both (N, 1)."""
+    top = logits.max(axis=1, keepdims=True)
+    e = logits - top
+    xp.exp(e, out=e)
+    return top, e.sum(axis=1, keepdims=True)
+
+
+@overridable("cross_entropy.scaled_softmax")
+def _scaled_softmax(xp, logits, top, total, row_scale):
+    """softmax(logits) rebuilt from the forward's statistics, each row times row_scale (N,)."""
+    grad = logits - top  # (N, C), becomes the gradient in place
+    xp.exp(grad, out=grad)
+    grad /= total  # p
+    grad *= row_scale[:, None]
+    return grad
+
+
 # Fused on arrays (benchmarks/: bert_step, whose MLM head scores 2,048 rows x 4,096 pieces): the
 # forward needs only each row's log-sum-exp and its target's logit, the VJP one (N, C) buffer
 # (softmax, scaled and corrected in place) rather than a one-hot matrix and a pass per op. Each
@@ -60,14 +81,7 @@ def _cross_entropy_composite(logits, target, weight, ignore_index, label_smoothi
 def _cross_entropy(xp, logits, target, weight, ignore_index, label_smoothing, reduction):
     n, classes = logits.shape
     valid, safe, w, w_t = _class_weights(xp, logits, target, weight, ignore_index)
-    kernels = xp.kernels(logits)
-    if kernels is not None and logits.size:  # one pass (backend/kernels/loss.py)
-        top, total = kernels.max_and_sum_exp(logits)
-    else:
-        top = logits.max(axis=1, keepdims=True)
-        e = logits - top
-        xp.exp(e, out=e)
-        total = e.sum(axis=1, keepdims=True)
+    top, total = _max_and_sum_exp(xp, logits)
     lse = top[:, 0] + xp.log(total[:, 0])  # (N,) log sum_j exp(logit_j)
     loss = (1.0 - label_smoothing) * w_t * (lse - logits[xp.arange(n), safe])
     if label_smoothing:  # sum_j w_j (-log p_j) = lse * sum w - logits @ w
@@ -95,14 +109,7 @@ def _cross_entropy_vjp(ctx, g):
         s = s / w_t.sum()
     top, total = ctx.extra
     row_scale = ((1.0 - eps) * w_t + (eps / classes) * w.sum() * valid) * s
-    kernels = xp.kernels(logits)
-    if kernels is not None and logits.size:  # one pass (backend/kernels/loss.py)
-        grad = kernels.scaled_softmax(logits, top, total, row_scale)
-    else:
-        grad = logits - top  # (N, C), becomes the gradient in place
-        xp.exp(grad, out=grad)
-        grad /= total  # p
-        grad *= row_scale[:, None]
+    grad = _scaled_softmax(xp, logits, top, total, row_scale)
     grad[xp.arange(n), safe] -= (1.0 - eps) * w_t * s
     if eps:
         grad -= ((eps / classes) * valid * s)[:, None] * w
@@ -166,8 +173,8 @@ def _class_scores(input, target, weight, ignore_index, op, what):
 
 def _soft_cross_entropy(input, target, weight, reduction, label_smoothing):
     if target.shape != input.shape:
-        raise ValueError(f"cross_entropy: probability targets must match the logits' shape "
-                         f"{input.shape}, got {target.shape}")
+        raise OpError(f"cross_entropy: probability targets must match the logits' shape "
+                      f"{input.shape}, got {target.shape}")
     class_dim = 0 if input.ndim == 1 else 1
     classes = input.shape[class_dim]
     if label_smoothing:

@@ -3,12 +3,13 @@
 The forwards keep their statistics (mean and 1/std per row) for the VJP, which computes the
 first-order gradient on arrays in a few passes (benchmarks/: the op-by-op VJP cost a GPT-mini
 step more than its matmuls); higher orders come from the composites, which the engine
-differentiates under create_graph. When the backend offers compiled kernels, forward and VJP run
-their twins in tensorgrad/backend/kernels/norm.py instead of the array code below.
+differentiates under create_graph. The forwards and the VJPs' array steps are overridable (the
+CPU backend's compiled twins register against their names).
 """
 import math
 
 from ..autograd import primitive
+from ..backend.overrides import overridable
 from ..tensor import Tensor
 from .operands import require_float
 from .unary import rsqrt
@@ -31,11 +32,8 @@ def _layer_norm_composite(x, weight, bias, dims, eps):
 
 
 @primitive("layer_norm", saves="all", saves_extra=True, composite=_layer_norm_composite)
+@overridable("layer_norm")
 def _layer_norm(xp, x, weight, bias, dims, eps):
-    kernels = xp.kernels(x, weight, bias)
-    if kernels is not None:
-        y, mean, rstd = kernels.norm_rows(x, weight, bias, eps, dims, center=True)
-        return y, (mean, rstd)
     mean = _row_mean(x, dims)
     y = x - mean
     rstd = 1.0 / xp.sqrt(_row_mean(y * y, dims) + eps)
@@ -51,23 +49,23 @@ def _layer_norm(xp, x, weight, bias, dims, eps):
 def _layer_norm_vjp(ctx, g):
     x, weight, bias = ctx.inputs
     mean, rstd = ctx.extra
-    dims, xp = ctx.attrs["dims"], ctx.backend
-    w = None if weight is None else weight.data
-    kernels = xp.kernels(x.data, w, g.data)
-    if kernels is not None:
-        grads = kernels.norm_rows_backward(x.data, mean, rstd, w, g.data, dims, True,
-                                      *ctx.needs_grad[1:])
-        return tuple(None if a is None else Tensor._constant(a, xp) for a in grads)
-    xhat = (x.data - mean) * rstd
-    gy = g.data
-    gxhat = gy * weight.data if weight is not None else gy
+    xp = ctx.backend
+    grads = _layer_norm_backward(xp, x.data, mean, rstd, None if weight is None else weight.data,
+                                 g.data, ctx.attrs["dims"], *ctx.needs_grad[1:])
+    return tuple(None if a is None else Tensor._constant(a, xp) for a in grads)
+
+
+@overridable("layer_norm.vjp")
+def _layer_norm_backward(xp, x, mean, rstd, weight, g, dims, needs_weight, needs_bias):
+    """(gx, gweight or None, gbias or None) as arrays."""
+    xhat = (x - mean) * rstd
+    gxhat = g * weight if weight is not None else g
     gx = gxhat - _row_mean(gxhat, dims)
     gx -= xhat * _row_mean(gxhat * xhat, dims)
     gx *= rstd
     rows = tuple(range(x.ndim - len(dims)))  # the dims weight and bias are shared over
-    return (Tensor._constant(gx, xp),
-            Tensor._constant((gy * xhat).sum(axis=rows), xp) if ctx.needs_grad[1] else None,
-            Tensor._constant(gy.sum(axis=rows), xp) if ctx.needs_grad[2] else None)
+    return (gx, (g * xhat).sum(axis=rows) if needs_weight else None,
+            g.sum(axis=rows) if needs_bias else None)
 
 
 def _norm_dims(x, normalized_shape, weight, bias, op):
@@ -98,11 +96,8 @@ def _rms_norm_composite(x, weight, dims, eps):
 
 
 @primitive("rms_norm", saves="all", saves_extra=True, composite=_rms_norm_composite)
+@overridable("rms_norm")
 def _rms_norm(xp, x, weight, dims, eps):
-    kernels = xp.kernels(x, weight)
-    if kernels is not None:
-        y, _, rstd = kernels.norm_rows(x, weight, None, eps, dims, center=False)
-        return y, rstd
     rstd = 1.0 / xp.sqrt(_row_mean(x * x, dims) + eps)
     y = x * rstd
     if weight is not None:
@@ -113,21 +108,21 @@ def _rms_norm(xp, x, weight, dims, eps):
 @_rms_norm.defvjp
 def _rms_norm_vjp(ctx, g):
     x, weight = ctx.inputs
-    rstd, dims, xp = ctx.extra, ctx.attrs["dims"], ctx.backend
-    w = None if weight is None else weight.data
-    kernels = xp.kernels(x.data, w, g.data)
-    if kernels is not None:
-        gx, gw, _ = kernels.norm_rows_backward(x.data, None, rstd, w, g.data, dims, False,
-                                          ctx.needs_grad[1], False)
-        return Tensor._constant(gx, xp), None if gw is None else Tensor._constant(gw, xp)
-    xhat = x.data * rstd
-    gy = g.data
-    gxhat = gy * weight.data if weight is not None else gy
+    xp = ctx.backend
+    gx, gw = _rms_norm_backward(xp, x.data, ctx.extra, None if weight is None else weight.data,
+                                g.data, ctx.attrs["dims"], ctx.needs_grad[1])
+    return Tensor._constant(gx, xp), None if gw is None else Tensor._constant(gw, xp)
+
+
+@overridable("rms_norm.vjp")
+def _rms_norm_backward(xp, x, rstd, weight, g, dims, needs_weight):
+    """(gx, gweight or None) as arrays."""
+    xhat = x * rstd
+    gxhat = g * weight if weight is not None else g
     gx = gxhat - xhat * _row_mean(gxhat * xhat, dims)
     gx *= rstd
     rows = tuple(range(x.ndim - len(dims)))
-    return Tensor._constant(gx, xp), (Tensor._constant((gy * xhat).sum(axis=rows), xp)
-                                      if ctx.needs_grad[1] else None)
+    return gx, (g * xhat).sum(axis=rows) if needs_weight else None
 
 
 def rms_norm(x, normalized_shape, weight=None, eps=None):

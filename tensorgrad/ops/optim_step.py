@@ -2,12 +2,13 @@
 
 They change tensors in place the way Tensor's in-place methods do (refused on a leaf that
 requires grad while grad mode is on, and the version counters are bumped, so a graph that saved
-one of them reports the change at backward), and run the backend's fused kernel when it has one:
-the AdamW update is one pass over memory instead of about a dozen NumPy calls (benchmarks/:
-gpt_step's optimizer share).
+one of them reports the change at backward). The update itself is overridable: the CPU
+backend's compiled AdamW makes one pass over memory instead of about a dozen (gpt_step's
+optimizer share).
 """
 import math
 
+from ..backend.overrides import overridable
 from ..tensor import Tensor
 
 
@@ -20,43 +21,40 @@ def adam_step_(param, grad, exp_avg, exp_avg_sq, *, step, lr, betas=(0.9, 0.999)
         decoupled:  p <- p (1 - lr wd)          else:  g <- g + wd p
         m <- beta1 m + (1 - beta1) g,   v <- beta2 v + (1 - beta2) g^2,   vmax <- max(vmax, v)
         p <- p - lr / (1 - beta1^t) * m / (sqrt(v or vmax) / sqrt(1 - beta2^t) + eps)
-    fused: None uses the backend's fused kernel when it has one (and the update is one it
-    covers), False always runs the array code. Returns param."""
+    fused: None uses the backend's compiled override when it has one (and the update is one it
+    covers), False always runs the reference. Returns param."""
     tensors = (param, grad, exp_avg, exp_avg_sq) + (() if max_exp_avg_sq is None
                                                    else (max_exp_avg_sq,))
     _check(tensors, param)
-    beta1, beta2 = betas
     for t in tensors[:1] + tensors[2:]:
         t._inplace("adam_step_")
     if maximize:
         grad = -grad
-    kernels = None
-    if fused is not False and max_exp_avg_sq is None:
-        kernels = param._backend.kernels(param.data, grad.data, exp_avg.data, exp_avg_sq.data)
-    if kernels is not None and all(t.data.flags.c_contiguous for t in (param, exp_avg,
-                                                                        exp_avg_sq)):
-        kernels.adam_step(param.data, grad.data, exp_avg.data, exp_avg_sq.data, lr,
-                          (beta1, beta2), eps, weight_decay, decoupled, step)
-        return param
-    # The array code, in tensorgrad ops on the raw arrays' tensors (versions already bumped).
-    p, m, v = (_alias(t) for t in (param, exp_avg, exp_avg_sq))
-    if weight_decay and decoupled:
-        p.mul_(1.0 - lr * weight_decay)
-    elif weight_decay:
-        grad = grad + weight_decay * p
-    m.mul_(beta1).add_(grad, alpha=1.0 - beta1)
-    v.mul_(beta2).add_(grad * grad, alpha=1.0 - beta2)
-    if max_exp_avg_sq is not None:
-        v = _alias(max_exp_avg_sq).copy_(max_exp_avg_sq.maximum(v))
-    denom = v.sqrt() / math.sqrt(1.0 - beta2 ** step) + eps
-    p.add_(m / denom, alpha=-lr / (1.0 - beta1 ** step))
+    update = _adam_update if fused is not False else _adam_update.reference
+    update(param._backend, param.data, grad.data, exp_avg.data, exp_avg_sq.data,
+           None if max_exp_avg_sq is None else max_exp_avg_sq.data, lr, betas, eps,
+           weight_decay, decoupled, step)
     return param
 
 
-def _alias(t):
-    """A tensor on t's array with its own version counter: the array code's in-place steps
-    then count as the one update already recorded on t."""
-    return Tensor._constant(t.data, t._backend)
+@overridable("adam_step")
+def _adam_update(xp, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, lr, betas, eps,
+                 weight_decay, decoupled, step):
+    """The update on the arrays, in place (the formulas above)."""
+    beta1, beta2 = betas
+    if weight_decay and decoupled:
+        param *= 1.0 - lr * weight_decay
+    elif weight_decay:
+        grad = grad + weight_decay * param
+    exp_avg *= beta1
+    exp_avg += (1.0 - beta1) * grad
+    exp_avg_sq *= beta2
+    exp_avg_sq += (1.0 - beta2) * (grad * grad)
+    v = exp_avg_sq
+    if max_exp_avg_sq is not None:
+        v = xp.maximum(max_exp_avg_sq, v, out=max_exp_avg_sq)
+    denom = xp.sqrt(v) / math.sqrt(1.0 - beta2 ** step) + eps
+    param -= (lr / (1.0 - beta1 ** step)) * (exp_avg / denom)
 
 
 def _check(tensors, param):

@@ -115,8 +115,8 @@ def gather_tokens(x, index):
     """x (..., T, E) at the token positions `index` (n, L) -> (..., n, L, E).
 
     The token dim goes first for the gather, so that it is one row gather: its gradient is a
-    scatter-add of whole rows, the compiled kernel the embedding gradient uses (a gather in
-    the middle of the dims would take NumPy's add.at, several times slower)."""
+    scatter-add of whole rows, the backend's fast case, which the embedding gradient uses too (a
+    gather in the middle of the dims takes its general, slower one)."""
     n, length = index.shape
     lead, e = x.shape[:-2], x.shape[-1]
     rows = x.movedim(-2, 0)[index.reshape(-1)]  # (n * L, ..., E)

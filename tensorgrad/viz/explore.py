@@ -6,7 +6,8 @@ expansion state (which modules are open) and swaps them in place, so it needs no
 network and no layout engine of its own, and opening a module costs one innerHTML swap. The
 states laid out are every depth level, every module opened on its own (with its ancestors), and
 as many other combinations as `max_states` allows, fewest open modules first: a small model gets
-all of them. A combination not laid out opens the clicked module on its own and says so. The
+all of them. A combination not laid out shows the nearest one that was (the clicked module open,
+and as many of the others as can stay) and names the modules it closed. The
 SVGs are stored gzipped (a seventh of the size); the page inflates them once when it opens.
 """
 import base64

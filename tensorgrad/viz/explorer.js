@@ -36,29 +36,37 @@ function shownAs(id) {
   return id;
 }
 
-function show(set, note) {
-  let key = keyOf(set);
-  if (!(key in SVGS)) return false;
+function show(set) {
   open = set;
-  graphBox.innerHTML = SVGS[key];
-  statusLine.textContent = note || "";
+  graphBox.innerHTML = SVGS[keyOf(set)];
+  const level = [...depth.options].find(o => o.value && keyOf(levelState(o.value)) === keyOf(set));
+  depth.value = level ? level.value : "";  // "–": some other set of modules is open
   decorate();
-  return true;
+}
+
+// The laid-out state closest to `wanted`: the most open modules among those wanted, `needed`
+// included. Each module alone and no module at all are always laid out, so one is found.
+function showNearest(wanted, needed) {
+  let best = null;
+  for (const key of Object.keys(SVGS)) {
+    const state = key ? key.split("\n") : [];
+    if ((best === null || state.length > best.length) && state.every(p => wanted.has(p)) &&
+        needed.every(p => state.includes(p))) best = state;
+  }
+  const closed = [...wanted].filter(p => !best.includes(p));
+  statusLine.textContent = closed.length ? `closed ${closed.join(", ")}: that combination of ` +
+    "open modules was not laid out (explore(max_states=...) lays out more)" : "";
+  show(new Set(best));
 }
 
 function expand(path) {
-  const wanted = new Set([...open, ...ancestors(path)]);
-  if (!show(wanted)) {
-    show(chain(path), `opened ${path} on its own: that combination of open modules was not ` +
-         "laid out (explore(max_states=...) lays out more)");
-  }
+  showNearest(new Set([...open, ...ancestors(path)]), ancestors(path));
   const cluster = document.getElementById("c-" + path);
   if (cluster) cluster.scrollIntoView({block: "nearest", inline: "nearest"});
 }
 
 function collapse(path) {
-  const wanted = new Set([...open].filter(p => !ancestors(p).includes(path)));
-  if (!show(wanted)) show(chain(modules.get(path).parent));
+  showNearest(new Set([...open].filter(p => !ancestors(p).includes(path))), []);
 }
 
 function openTo(id) {  // show a node itself, opening what holds it
@@ -231,9 +239,12 @@ backward.addEventListener("change", () => {
 
 const depth = document.getElementById("depth");
 const deepest = Math.max(0, ...G.modules.map(m => m.level));
+const levelState = d => new Set(G.modules.filter(m => m.level < Number(d)).map(m => m.path));
+depth.add(new Option("–", ""));
 for (let d = 1; d <= deepest + 1; d++) depth.add(new Option(d > deepest ? "all" : d, d));
 depth.addEventListener("change", () => {
-  show(new Set(G.modules.filter(m => m.level < Number(depth.value)).map(m => m.path)));
+  statusLine.textContent = "";
+  if (depth.value) show(levelState(depth.value));
 });
 
 graphBox.addEventListener("click", event => {

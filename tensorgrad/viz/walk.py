@@ -7,7 +7,7 @@ import math
 
 from .. import autograd
 from ..autograd import Node
-from ..tensor import Tensor
+from ..tensor import Tensor, new_tensor
 from .text import format_values
 
 _RELEASED = ("draw: the graph of this tensor was freed by backward(); draw it before calling "
@@ -177,7 +177,7 @@ def _replay(order, items):
 def _attach_grads(output, items, order):
     """d(output)/d(each drawn tensor), from the engine itself; `.grad` fields are not touched."""
     leaves = _leaf_tensors(order)
-    proxies = [Tensor._wrap(None, n.backend, True, n, None) for n in order]
+    proxies = [new_tensor(Tensor, None, n.backend, True, n, None) for n in order]
     seed = Tensor._constant(output._backend.ones_like(output.data), output._backend)
     grads = autograd.run_backward([output], [seed], retain_graph=True, create_graph=False,
                                   inputs=proxies + leaves)

@@ -139,6 +139,7 @@ def test_wordpiece_matches_transformers_bert_tokenizer(tmp_path):
 
 
 def test_wordpiece_casing_and_loading(tmp_path):
+    pytest.importorskip("tokenizers", reason="WordPiece training needs the tokenizers package")
     cased = WordPieceTokenizer.train(TEXTS, vocab_size=300, lowercase=False)
     lower = WordPieceTokenizer.train(TEXTS, vocab_size=300)
     assert cased.decode(cased.encode("Return", add_special_tokens=False)) == "Return"

@@ -70,6 +70,7 @@ def corpus():
 
 
 def test_unigram_tokenizer_with_t5s_ids_and_sentinels(corpus, tmp_path):
+    pytest.importorskip("tokenizers", reason="Unigram training needs the tokenizers package")
     tok = UnigramTokenizer.train(corpus, vocab_size=300, num_sentinels=10)
     assert tok.vocab_size == 300
     assert [tok.token_to_id(t) for t in ("<pad>", "</s>", "<unk>")] == [0, 1, 2]

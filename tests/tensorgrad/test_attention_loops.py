@@ -1,47 +1,37 @@
-"""Attention's two paths compiled as whole loops that call MKL's GEMM themselves, against the
-same loops in array code with the same per-step kernels, and the cases each leaves to that code:
-the tiled path's block loop for one (T, E) matrix (kernels/tiled_attention.py) and the
-whole-matrix path over its batch (kernels/whole_attention.py)."""
+"""Attention's two paths compiled as whole loops that call MKL's GEMM themselves (the overrides
+attention.tiled_matrix and attention.whole, with their VJPs), against the same loops in array
+code with the same per-step overrides, and the cases each leaves to that code: the tiled path's
+block loop for one (T, E) matrix (kernels/tiled_attention.py) and the whole-matrix path over its
+batch (kernels/whole_attention.py)."""
 import math
 
 import numpy as np
 import pytest
 
 import tensorgrad as tg
-from tensorgrad.backend import get_backend, kernel_loading, mkl_blas
+from tensorgrad.backend import get_backend, mkl_blas
+from tensorgrad.backend.overrides import OVERRIDES
 
-CPU = get_backend("cpu")
 pytest.importorskip("numba", reason="numba is not installed: the CPU backend runs without "
                                     "fused kernels (pip install tensorgrad[fast])")
+get_backend("cpu").kernels()  # registers the overrides
 
 
-class _LoopsOff:
-    """The kernels, less the named compiled loops, which answer `declined` (they did not run):
-    the array code then runs, with the same per-step kernels."""
-
-    def __init__(self, kernels, names, declined):
-        self._kernels, self._names, self._declined = kernels, names, declined
-
-    def __getattr__(self, name):
-        if name in self._names:
-            return lambda *args: self._declined
-        return getattr(self._kernels, name)
+WHOLE = ("attention.whole", "attention.whole_vjp")
+TILED = ("attention.tiled_matrix", "attention.tiled_matrix_vjp")
 
 
-def _recording(monkeypatch, kernels):
-    """{name: what it answered} for the kernels' whole_forward and whole_backward, filled in as
-    they are called (None: the array code ran)."""
+def _recording(monkeypatch, names, declining=False):
+    """{name: [what its override answered, call by call]} (NotImplemented: it declined and the
+    array code ran); declining: the overrides decline every call."""
     taken = {}
-    for name in ("whole_forward", "whole_backward"):
-        monkeypatch.setattr(kernels, name, _recorded(getattr(kernels, name), name, taken))
+    for name in names:
+        for candidate in OVERRIDES[name]:
+            def answer(*args, real=candidate.run, name=name):
+                taken.setdefault(name, []).append(NotImplemented if declining else real(*args))
+                return taken[name][-1]
+            monkeypatch.setattr(candidate, "run", answer)
     return taken
-
-
-def _recorded(real, name, taken):
-    def answer(*args):
-        taken[name] = real(*args)
-        return taken[name]
-    return answer
 
 
 def _inputs(case, dtype, rng):
@@ -74,15 +64,15 @@ def test_compiled_whole_path_matches_the_array_code(case, mask, wanted, causal, 
     rng = np.random.default_rng(11)
     arrays = _inputs(case, dtype, rng)
     probe = rng.standard_normal(arrays[0].shape[:-1] + (arrays[2].shape[-1],)).astype(dtype)
-    kernels = kernel_loading.load()
     keep = None
     if mask == "bool":
         keep = rng.random(arrays[0].shape[-2:-1] + arrays[1].shape[-2:-1]) < 0.7
         keep[1] = False
-    taken = _recording(monkeypatch, kernels)
     results = []
-    for chosen in (kernels, _LoopsOff(kernels, ("whole_forward", "whole_backward"), None)):
-        monkeypatch.setattr(CPU, "_kernels", chosen)
+    for declining in (False, True):
+        taken = _recording(monkeypatch, WHOLE, declining)
+        if not declining:
+            compiled = taken
         leaves = [tg.tensor(x, requires_grad=name in wanted.split())
                   for x, name in zip(arrays, "qkv")]
         out = tg.scaled_dot_product_attention(
@@ -90,8 +80,9 @@ def test_compiled_whole_path_matches_the_array_code(case, mask, wanted, causal, 
             scale=scale)
         grads = tg.grad(out, [t for t in leaves if t.requires_grad], tg.tensor(probe))
         results.append([out.detach().numpy()] + [g.numpy() for g in grads])
-    assert taken["whole_backward"] is not None
-    assert (taken.get("whole_forward") is not None) == (mask is None)
+    assert NotImplemented not in compiled["attention.whole_vjp"]
+    assert ("attention.whole" in compiled) == (mask is None)
+    assert NotImplemented not in compiled.get("attention.whole", [])
     tolerance = 1e-12 if dtype == np.float64 else 3e-6
     for compiled, array_code in zip(*results):
         assert compiled.dtype == dtype
@@ -121,16 +112,15 @@ def test_compiled_whole_path_steps_aside_for_what_it_does_not_take(monkeypatch):
 def test_biases_dropout_and_gqa_take_the_array_code(what, monkeypatch):
     """The compiled loops have no bias, dropout or head groups: with those neither runs (a bias
     that needs its gradient, dS itself, keeps the VJP in array code too)."""
-    kernels = kernel_loading.load()
-    taken = _recording(monkeypatch, kernels)
-    monkeypatch.setattr(CPU, "_kernels", kernels)
+    taken = _recording(monkeypatch, WHOLE)
     q = tg.randn(2, 4, 6, 8, requires_grad=True)
     kv = tg.randn(2, 2 if what == "GQA" else 4, 6, 8, requires_grad=True)
     options = {"float bias": dict(attn_mask=tg.randn(6, 6, requires_grad=True)),
                "dropout": dict(dropout_p=0.5),
                "GQA": dict(enable_gqa=True)}[what]
     tg.scaled_dot_product_attention(q, kv, kv, **options).sum().backward()
-    assert all(answer is None for answer in taken.values()) and q.grad is not None
+    assert all(a is NotImplemented for answers in taken.values() for a in answers)
+    assert q.grad is not None
 
 
 def test_the_output_is_c_contiguous_as_in_torch():
@@ -154,9 +144,6 @@ def test_compiled_tiled_loops_match_the_array_loop(case, causal, dtype, monkeypa
     """The tiled path's whole block loops, compiled (kernels/tiled_attention.py, calling MKL),
     against the same loop in array code, at sizes past one default tile: several row blocks,
     key blocks cut at the causal diagonal, and transposed views read in place."""
-    from tensorgrad.backend import mkl_blas
-    from tensorgrad.backend.kernels import tiled_attention
-
     if mkl_blas.gemm_function(np.dtype(dtype)) is None:
         pytest.skip("no MKL: the compiled loops call its GEMM (pip install tensorgrad[mkl])")
     rng = np.random.default_rng(3)
@@ -171,19 +158,18 @@ def test_compiled_tiled_loops_match_the_array_loop(case, causal, dtype, monkeypa
         k = rng.standard_normal((2, 1, tk, 16)).astype(dtype)
         v = rng.standard_normal((2, 1, tk, 8)).astype(dtype)
     probe = rng.standard_normal(q.shape[:-1] + (v.shape[-1],)).astype(dtype)
-    kernels = kernel_loading.load()
-    taken = []  # what the compiled forward answered, matrix by matrix
-    monkeypatch.setattr(kernels, "tiled_forward_",
-                        lambda *a: taken.append(tiled_attention.tiled_forward_(*a)) or taken[-1])
     results = []
-    for chosen in (kernels, _LoopsOff(kernels, ("tiled_forward_", "tiled_backward_"), False)):
-        monkeypatch.setattr(CPU, "_kernels", chosen)
+    for declining in (False, True):
+        taken = _recording(monkeypatch, TILED, declining)
+        if not declining:
+            compiled = taken
         leaves = [tg.tensor(x, requires_grad=True) for x in (q, k, v)]
         out = tg.scaled_dot_product_attention(*leaves, is_causal=causal, scale=0.3,
                                               enable_gqa=True)
         grads = tg.grad(out, leaves, tg.tensor(probe))
         results.append([out.detach().numpy()] + [g.numpy() for g in grads])
-    assert taken and all(taken)  # the compiled loop ran, for every matrix
+    # the compiled loops ran, for every matrix
+    assert all(compiled[name] and NotImplemented not in compiled[name] for name in TILED)
     tolerance = 1e-12 if dtype == np.float64 else 3e-6
     for compiled, array_loop in zip(*results):
         assert compiled.dtype == dtype

@@ -227,16 +227,6 @@ def test_the_import_scan_would_notice(tmp_path):
     assert len(_array_library_imports(sneaky)) == 3
 
 
-def test_malloc_tuning_respects_opt_outs(monkeypatch):
-    from tensorgrad.backend.numpy_backend import tune_malloc
-
-    monkeypatch.setenv("TENSORGRAD_MALLOC_TUNING", "0")
-    assert tune_malloc() is False
-    monkeypatch.delenv("TENSORGRAD_MALLOC_TUNING")
-    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "131072")  # the user's own glibc setting wins
-    assert tune_malloc() is False
-
-
 def test_default_dtype_is_global_and_drives_creation_as_torch():
     torch = pytest.importorskip("torch")
     assert tg.get_default_dtype() == tg.float32

@@ -280,8 +280,8 @@ def test_threaded_products_right_beside_torch(torch_first):
 def test_products_run_on_the_process_count_and_compiled_loops_on_one_thread():
     """MKL's thread count is chosen per thread: every product MKL takes gets the process's count,
     the compiled loops' products one (the loop around them is what is split), and NumPy's
-    OpenBLAS, left with the small products, keeps to one thread (its spinning worker took the
-    core the others need: benchmarks/, gpt_step at two threads)."""
+    OpenBLAS, left with the small products, keeps its count until tune_process puts it on one
+    thread (its spinning worker takes the core the others need: gpt_step at two threads)."""
     out = _run("""
         import numpy as np
         from threadpoolctl import threadpool_info
@@ -294,9 +294,14 @@ def test_products_run_on_the_process_count_and_compiled_loops_on_one_thread():
         print(lib.MKL_Get_Max_Threads())
         assert (mkl_blas.matmul(a, a) == 128).all()
         print(lib.MKL_Get_Max_Threads())
-        print(*{i["num_threads"] for i in threadpool_info() if i["internal_api"] == "openblas"})
+        def openblas():
+            return {i["num_threads"] for i in threadpool_info() if i["internal_api"] == "openblas"}
+        print(*openblas())
+        from tensorgrad.backend import tune_process
+        tune_process()
+        print(*openblas())
     """, MKL_NUM_THREADS="2", OPENBLAS_NUM_THREADS="2")
-    assert out.split() == ["2", "1", "2", "1"]
+    assert out.split() == ["2", "1", "2", "2", "1"]
 
 
 @needs_mkl

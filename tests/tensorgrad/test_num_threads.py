@@ -19,14 +19,14 @@ def restore_threads():
 
 
 def _blas_threads():
-    """Each BLAS's thread count but OpenBLAS's when MKL is loaded: then OpenBLAS keeps NumPy's
-    small products, on one thread whatever the count (checked here)."""
+    """Each BLAS's thread count but OpenBLAS's once tune_process put it on one thread beside MKL:
+    then it keeps NumPy's small products, on one thread whatever the count (checked here)."""
     from threadpoolctl import threadpool_info
 
-    from tensorgrad.backend import mkl_blas
+    from tensorgrad.backend import threads
     counts = {lib["internal_api"]: lib["num_threads"] for lib in threadpool_info()
               if lib["user_api"] == "blas"}
-    if mkl_blas.library() is not None:
+    if threads._openblas_single:
         assert counts.pop("openblas", 1) == 1
     return counts
 

@@ -139,6 +139,19 @@ def test_gpt_mini(browser, tmp_path):
     browser.find_element(By.ID, "m-blocks.1.self_attn").click()
     text = browser.find_element(By.ID, "graph").text
     assert "scaled_dot_product_attention" in text and "blocks.1.self_attn.qkv_proj" in text
+    browser.find_element(By.ID, "m-blocks.2").click()  # not every combination is laid out:
+    clusters = {c.get_attribute("id") for c in browser.find_elements(By.CSS_SELECTOR,
+                                                                     "#graph g.cluster")}
+    assert {"c-blocks.1", "c-blocks.2"} <= clusters  # the nearest that is keeps blocks.1 open
+    if "c-blocks.1.self_attn" not in clusters:
+        assert browser.find_element(By.ID, "status").text.startswith(
+            "closed blocks.1.self_attn: that combination")
+    browser.find_element(By.CSS_SELECTOR, "g.cluster[id='c-blocks.2'] > text").click()
+    clusters = {c.get_attribute("id") for c in browser.find_elements(By.CSS_SELECTOR,
+                                                                     "#graph g.cluster")}
+    assert "c-blocks.1" in clusters and "c-blocks.2" not in clusters
+    for box in browser.find_elements(By.ID, "m-blocks.1.self_attn"):  # closed on the way
+        box.click()
     tip = tooltip_of(browser, titled(browser, "scaled_dot_product_attention"))
     assert "module  blocks.1.self_attn" in tip and "in 0" in tip and "(2, 4, 16, 32)" in tip
     assert "std" in tip and "NaN 0  Inf 0" in tip

@@ -1,19 +1,21 @@
-"""Fused CPU kernels compiled with Numba, one module per op family, mirroring tensorgrad/ops/:
-each is the compiled twin of the array code in the op's own file (activation.py <->
-ops/activation.py, norm.py <-> ops/norm.py, attention.py <-> ops/attention.py, loss.py <->
-ops/loss.py, linalg.py <-> ops/linalg.py) and makes one pass over memory where the array code
-makes several (one NumPy call per arithmetic step, each writing a temporary). tiled_attention.py
-and whole_attention.py are twins of whole loops, ops/attention.py's tiled and whole-matrix
-paths, whose products they make themselves through MKL. The kernels marked `@threaded` (jit.py)
-split their outer loop over the CPU threads (tensorgrad.get_num_threads), as PyTorch's CPU
-kernels do.
+"""Fused CPU kernels compiled with Numba, one module per op family, mirroring tensorgrad/ops/: each
+registers compiled overrides of the math its op's file declares overridable
+(backend/overrides.py; activation.py <-> ops/activation.py, norm.py <-> ops/norm.py,
+attention.py <-> ops/attention.py, loss.py <-> ops/loss.py, linalg.py <-> ops/linalg.py,
+optim.py <-> ops/optim_step.py and inplace.py's add_) and makes one pass over memory where the
+reference makes several (one NumPy call per arithmetic step, each writing a temporary).
+tiled_attention.py and whole_attention.py are twins of whole loops, ops/attention.py's tiled and
+whole-matrix paths, whose products they make themselves through MKL. The kernels marked
+`@threaded` (jit.py) split their outer loop over the CPU threads (tensorgrad.get_num_threads),
+as PyTorch's CPU kernels do.
 
-The NumPy backend hands this package out through `backend.kernels(*arrays)` when Numba is
-installed (`pip install tensorgrad[fast]`) and TENSORGRAD_NUMBA is not 0; otherwise that returns
-None and every op runs its array code, which is also what the CuPy backend runs.
-tests/tensorgrad/test_kernels.py (test_attention_loops.py for the two loops) runs both paths
-against each other, test_threaded_kernels.py the split loops against the plain ones. Only
-float32 and float64 arrays are handled (`supports`).
+The NumPy backend loads this package (registering the overrides) through
+`backend.kernels(*arrays)` when Numba is installed (`pip install tensorgrad[fast]`) and
+TENSORGRAD_NUMBA is not 0; otherwise that returns None and every op runs its reference, which is
+also what the CuPy backend runs. tests/tensorgrad/test_overrides.py runs every override against
+its reference, test_kernels.py and test_attention_loops.py the kernels and loops themselves,
+test_threaded_kernels.py the split loops against the plain ones. Only float32 and float64 arrays
+are handled (`supports`, supports.py).
 """
 from .activation import (gelu_erf, gelu_erf_backward, gelu_tanh, gelu_tanh_backward,  # noqa: F401
                          relu, relu_backward)

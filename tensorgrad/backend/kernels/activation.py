@@ -5,8 +5,10 @@ import math
 import numpy
 from numba import prange
 
+from ..overrides import override
 from .exp import exp, exp_nonpositive
 from .jit import flat, threaded
+from .supports import floats
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715
@@ -30,6 +32,7 @@ def _relu_backward_loop(x, g, gx):
         gx[i] = g[i] if x[i] > _ZERO else _ZERO
 
 
+@override("relu", supports=floats)
 def relu(x):
     """max(x, 0), NaN kept."""
     xs = flat(x)
@@ -38,6 +41,7 @@ def relu(x):
     return y.reshape(x.shape)
 
 
+@override("relu.vjp", supports=floats)
 def relu_backward(x, g):
     """ReLU's input gradient: g where x > 0, else 0."""
     gx = numpy.empty(x.size, g.dtype)
@@ -160,3 +164,15 @@ def gelu_erf_backward(x, gate, g):
     _gelu_erf_backward_loop(xs, flat(gate), flat(g), gx, xs.dtype.type(0.5),
                             xs.dtype.type(_INV_SQRT_2PI))
     return gx.reshape(x.shape)
+
+
+@override("gelu", supports=floats)
+def gelu(x, approximate):
+    """(y, gate) of either form in one compiled pass (gpt_step; exact form: vit_step, bert_step)."""
+    return gelu_tanh(x) if approximate == "tanh" else gelu_erf(x)
+
+
+@override("gelu.vjp", supports=floats)
+def gelu_backward(x, gate, g, approximate):
+    """GELU's input gradient in either form."""
+    return (gelu_tanh_backward if approximate == "tanh" else gelu_erf_backward)(x, gate, g)

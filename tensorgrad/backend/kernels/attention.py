@@ -6,8 +6,10 @@ import math
 import numpy
 from numba import prange
 
+from ..overrides import override
 from .exp import exp_nonpositive
 from .jit import flat, jit, rows_of, threaded
+from .supports import floats
 
 
 # --- the whole-matrix path's row softmax --------------------------------------------------------
@@ -178,3 +180,31 @@ def exp_shifted_(scores, shift):
     (attention T=4096)."""
     _exp_shifted_loop(scores, shift)
     return scores
+
+
+def _contiguous_floats(s, *rest, **kwargs):
+    return floats(s, *rest) and s.flags.c_contiguous
+
+
+@override("attention.hide_future_", supports=_contiguous_floats)
+def hide_future_block_(s, rows, cols, lowest):
+    hide_future_(s, rows.start - cols.start, lowest)
+    return s
+
+
+override("attention.online_step_", supports=floats)(online_step_)
+override("attention.exp_shifted_", supports=floats)(exp_shifted_)
+
+
+@override("attention.softmax_rows_", supports=floats)
+def softmax_rows_masked_(s, causal, masked, scale):
+    return softmax_rows(s, causal, masked, scale)
+
+
+def _same_shapes_no_dropout(dp, p, delta, dropout, scale):
+    return dropout is None and dp.shape == p.shape and floats(dp, p, delta)
+
+
+@override("attention.softmax_backward_", supports=_same_shapes_no_dropout)
+def softmax_backward_(dp, p, delta, dropout, scale):
+    return softmax_rows_backward(dp, p, delta, scale)

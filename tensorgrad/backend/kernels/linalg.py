@@ -6,7 +6,9 @@ import numpy
 from numba import prange
 
 from .. import threads
+from ..overrides import override
 from .jit import rows_of, threaded
+from .supports import floats_over_grain
 
 
 @threaded
@@ -16,6 +18,7 @@ def _add_to_rows_loop(out, bias):
             out[r, j] += bias[j]
 
 
+@override("linear.add_to_rows_", supports=floats_over_grain)
 def add_to_rows_(out, bias):
     """out += bias, in place, for a C-contiguous (N, C) out and a (C,) bias of its dtype."""
     _add_to_rows_loop(out, bias)
@@ -45,3 +48,10 @@ def column_sums(g):
     sums = numpy.empty((parts, rows.shape[1]), g.dtype)
     _column_sums_loop(rows, sums)
     return sums.sum(0)
+
+
+@override("linear.column_sums", supports=floats_over_grain)
+def column_sums_or_decline(g):
+    """column_sums, or NotImplemented on one thread (the reference's BLAS product then runs)."""
+    sums = column_sums(g)
+    return NotImplemented if sums is None else sums

@@ -8,7 +8,9 @@ from numba import prange
 
 from .attention import _row_max
 from .exp import exp_nonpositive
+from ..overrides import override
 from .jit import rows_of, threaded
+from .supports import floats
 
 
 @threaded
@@ -48,3 +50,11 @@ def scaled_softmax(logits, top, total, scale):
     out = numpy.empty_like(rows)
     _scaled_softmax_loop(rows, top, total, scale.astype(logits.dtype, copy=False), out)
     return out
+
+
+def _rows(logits, *rest):
+    return logits.size > 0 and floats(logits)
+
+
+override("cross_entropy.max_and_sum_exp", supports=_rows)(max_and_sum_exp)
+override("cross_entropy.scaled_softmax", supports=_rows)(scaled_softmax)

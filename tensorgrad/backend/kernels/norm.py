@@ -7,7 +7,9 @@ import numpy
 from numba import prange
 
 from .. import threads
+from ..overrides import override
 from .jit import rows_of, threaded
+from .supports import floats
 
 
 @threaded
@@ -102,3 +104,26 @@ def norm_rows_backward(x, mean, rstd, weight, g, dims, center, needs_weight, nee
     shape = tuple(x.shape[d] for d in dims)
     gweight, gbias = sums.sum(0).astype(x.dtype).reshape((2,) + shape)
     return gx.reshape(x.shape), gweight if needs_weight else None, gbias if needs_bias else None
+
+
+@override("layer_norm", supports=floats)
+def layer_norm(x, weight, bias, dims, eps):
+    y, mean, rstd = norm_rows(x, weight, bias, eps, dims, center=True)
+    return y, (mean, rstd)
+
+
+@override("layer_norm.vjp", supports=floats)
+def layer_norm_backward(x, mean, rstd, weight, g, dims, needs_weight, needs_bias):
+    return norm_rows_backward(x, mean, rstd, weight, g, dims, True, needs_weight, needs_bias)
+
+
+@override("rms_norm", supports=floats)
+def rms_norm(x, weight, dims, eps):
+    y, _, rstd = norm_rows(x, weight, None, eps, dims, center=False)
+    return y, rstd
+
+
+@override("rms_norm.vjp", supports=floats)
+def rms_norm_backward(x, rstd, weight, g, dims, needs_weight):
+    gx, gweight, _ = norm_rows_backward(x, None, rstd, weight, g, dims, False, needs_weight, False)
+    return gx, gweight

@@ -3,9 +3,13 @@ operations (benchmarks/: gpt_step, mlp_step). It computes in the parameter's dty
 code in tensorgrad.nn.optim does."""
 import math
 
+import numpy
+
 from numba import prange
 
+from ..overrides import override
 from .jit import flat, threaded
+from .supports import floats
 
 
 @threaded
@@ -47,3 +51,24 @@ def add_scaled_(y, x, alpha):
     their dtype."""
     _add_scaled_loop(y.reshape(-1), flat(x), y.dtype.type(alpha))
     return y
+
+
+def _adam_supports(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *rest):
+    """Adam and AdamW without AMSGrad, on C-contiguous float arrays."""
+    return (max_exp_avg_sq is None and floats(param, grad, exp_avg, exp_avg_sq)
+            and param.flags.c_contiguous and exp_avg.flags.c_contiguous
+            and exp_avg_sq.flags.c_contiguous)
+
+
+@override("adam_step", supports=_adam_supports)
+def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, lr, betas, eps, weight_decay,
+                decoupled, step):
+    adam_step(param, grad, exp_avg, exp_avg_sq, lr, betas, eps, weight_decay, decoupled, step)
+
+
+def _same_array(y, x, alpha):
+    return (floats(y, x) and y.flags.c_contiguous and isinstance(x, numpy.ndarray)
+            and x.shape == y.shape and x.dtype == y.dtype)
+
+
+override("add_scaled_", supports=_same_array)(add_scaled_)

@@ -17,9 +17,11 @@ import math
 import numpy
 
 from .. import mkl_blas
+from ..overrides import override
 from .attention import (_exp_shifted_loop, _hide_future_loop, _online_step_loop, _row_dots_loop,
                         _softmax_backward_loop)
 from .jit import jit
+from .supports import floats
 
 _softmax_backward = _softmax_backward_loop.serial  # a block's: the pool splits the matrices
 
@@ -145,3 +147,24 @@ def tiled_backward_(q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, key_til
     _backward_loop(gemm, q, k, v, g, o, lse, causal, q.dtype.type(scale), dq, dk, dv, tile,
                    key_tile, numpy.finfo(q.dtype).min)
     return True
+
+
+def _unmasked(q, k, v, bias, mask, *rest):
+    return bias is None and mask is None and floats(q, k, v)
+
+
+@override("attention.tiled_matrix", supports=_unmasked)
+def tiled_matrix(q, k, v, bias, mask, causal, scale, out, lse, tile, key_tile):
+    return True if tiled_forward_(q, k, v, causal, scale, out, lse, tile, key_tile) \
+        else NotImplemented
+
+
+def _unmasked_vjp(q, k, v, g, out, bias, mask, *rest):
+    return bias is None and mask is None and floats(q, k, v, g)
+
+
+@override("attention.tiled_matrix_vjp", supports=_unmasked_vjp)
+def tiled_matrix_vjp(q, k, v, g, out, bias, mask, lse, causal, scale, dq, dk, dv, dbias, tile,
+                     key_tile):
+    return True if tiled_backward_(q, k, v, g, out, lse, causal, scale, dq, dk, dv, tile,
+                                   key_tile) else NotImplemented

@@ -17,8 +17,10 @@ import numpy
 from numba import prange
 
 from .. import mkl_blas
+from ..overrides import override
 from .attention import _row_dots_loop, _softmax_backward_loop, _softmax_loop
 from .jit import threaded
+from .supports import floats
 from .tiled_attention import _product
 
 # one matrix's softmax and its VJP: the loop over the matrices is what the threads split
@@ -104,3 +106,22 @@ def _gemm_for(q, *arrays):
 def _four_dims(*arrays):
     """(B, H, T, E) views: a 3-D array gets a leading dim of 1."""
     return tuple(a if a.ndim == 4 else a[None] for a in arrays)
+
+
+def _unmasked(q, k, v, bias, mask, causal, scale, dropout):
+    return bias is None and mask is None and dropout is None and floats(q, k, v)
+
+
+@override("attention.whole", supports=_unmasked)
+def whole(q, k, v, bias, mask, causal, scale, dropout):
+    return whole_forward(q, k, v, causal, scale) or NotImplemented
+
+
+def _no_bias_gradient(q, k, v, dropout, scale, g, out, p, needs):
+    return dropout is None and not needs[3] and floats(q, k, v, g)
+
+
+@override("attention.whole_vjp", supports=_no_bias_gradient)
+def whole_vjp(q, k, v, dropout, scale, g, out, p, needs):
+    grads = whole_backward(q, k, v, g, out, p, scale, *needs[:3])
+    return NotImplemented if grads is None else grads + (None,)

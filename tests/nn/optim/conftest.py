@@ -37,16 +37,18 @@ def same_trajectory():
 
 @pytest.fixture(params=["kernel", "array"])
 def update_path(request, monkeypatch):
-    """Run the test once through the backend's fused update kernel (when it has one) and once
-    through the array code. Yields the path and a list that collects each kernel call."""
+    """Run the test once through the backend's compiled update (when it has one) and once
+    through the reference. Yields the path and a list that collects each compiled call."""
+    from tensorgrad.backend.overrides import OVERRIDES
+
     backend = tg.backend.get_backend("cpu")
-    kernels = backend.kernels()
     calls = []
     if request.param == "kernel":
-        if kernels is None:
+        if backend.kernels() is None:
             pytest.skip("the CPU backend has no fused kernels here (Numba missing or disabled)")
-        real = kernels.adam_step
-        monkeypatch.setattr(kernels, "adam_step", lambda *a: calls.append(a) or real(*a))
+        override = OVERRIDES["adam_step"][0]
+        real = override.run
+        monkeypatch.setattr(override, "run", lambda *a: calls.append(a) or real(*a))
     else:
         monkeypatch.setattr(backend, "kernels", lambda *arrays: None)
     yield request.param, calls
