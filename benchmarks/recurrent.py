@@ -96,7 +96,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.threads:
         import threadpoolctl
+
+        import tensorgrad
         threadpoolctl.threadpool_limits(args.threads)
+        tensorgrad.set_num_threads(args.threads)  # its MKL is loaded apart from threadpoolctl's
         try:
             import torch
             torch.set_num_threads(args.threads)

@@ -18,7 +18,7 @@ from .activation import (  # noqa: F401
     Softplus, Softshrink, Softsign, Tanh, Tanhshrink, Threshold,
 )
 from .conv import (  # noqa: F401
-    Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d,
+    Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
 )
 from .layers import Dropout, Embedding, Identity, LayerNorm, Linear, RMSNorm  # noqa: F401
 from .loss import (  # noqa: F401

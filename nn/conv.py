@@ -140,7 +140,7 @@ class _ConvTranspose(_ConvNd):
         extra = self.output_padding
         if output_size is not None:
             extra = self._output_padding(input, output_size)
-        conv = (F.conv_transpose1d, F.conv_transpose2d)[self.spatial - 1]
+        conv = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self.spatial - 1]
         return conv(input, self.weight, self.bias, self.stride, self.padding, extra, self.groups,
                     self.dilation)
 
@@ -169,3 +169,9 @@ class ConvTranspose2d(_ConvTranspose):
     """(N, C_in, H, W) -> (N, C_out, H_out, W_out), each size as in ConvTranspose1d; weight
     (C_in, C_out / groups, kh, kw), bias (C_out,)."""
     spatial = 2
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """(N, C_in, D, H, W) -> (N, C_out, D_out, H_out, W_out), each size as in ConvTranspose1d;
+    weight (C_in, C_out / groups, kd, kh, kw), bias (C_out,)."""
+    spatial = 3

@@ -12,10 +12,11 @@ from tensorgrad import attention_weights, scaled_dot_product_attention  # noqa: 
 from tensorgrad import (  # noqa: F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d,
     avg_pool2d, avg_pool3d, batch_norm, conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,
-    group_norm, instance_norm, max_pool1d, max_pool2d, max_pool3d,
+    conv_transpose3d, group_norm, instance_norm, max_pool1d, max_pool2d, max_pool3d,
 )
 from tensorgrad.ops.conv import fold, unfold  # noqa: F401  (not top-level: Tensor.unfold differs)
 from tensorgrad.ops.channel_norm import normalize  # noqa: F401
+from tensorgrad.ops.pool import max_unpool1d, max_unpool2d, max_unpool3d  # noqa: F401
 from tensorgrad.ops.resize import interpolate  # noqa: F401
 
 # --- activations and losses (tensorgrad/ops/activation.py, loss.py) ------------------------------

@@ -4,6 +4,7 @@ Each makes a new leaf tensor on a device's backend (the default device when none
 Random ones draw from that backend's seeded generator (see `tensorgrad.manual_seed`).
 """
 from . import backend as _backends
+from .errors import OpError
 from .tensor import Tensor, tensor_method
 from .generator import rng_for
 
@@ -186,6 +187,13 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     computed in float64 from the nearer end and truncated toward zero."""
     backend = _backends.get_backend(device)
     dtype = _backends.as_dtype(dtype) or _backends.get_default_dtype()
+    if isinstance(steps, bool) or not hasattr(steps, "__index__"):
+        raise TypeError(f"linspace: steps must be an int, got {steps!r}")
+    steps = steps.__index__()
+    if steps < 0:
+        raise OpError(f"linspace: number of steps must be non-negative, got {steps}")
+    if dtype.kind == "b":
+        raise NotImplementedError("linspace: not implemented for bool (as in PyTorch)")
     if dtype.kind in "fc":
         values = backend.linspace(start, end, steps, dtype=dtype)
     else:

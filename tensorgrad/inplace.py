@@ -42,13 +42,17 @@ class InPlaceMethods:
                                f"'{self._node.prim.name}' that requires grad; autograd does not "
                                "record in-place ops, use an out-of-place op (where, masked_fill, "
                                "cat) instead")
+        if writes_memory:
+            self._check_overlap(op_name)
+        self._version[0] += 1
+
+    def _check_overlap(self, op_name):
         data = self.data
-        if writes_memory and data.size > 1 and 0 in data.strides and any(
+        if data.size > 1 and 0 in data.strides and any(
                 stride == 0 and n > 1 for stride, n in zip(data.strides, data.shape)):
             raise RuntimeError(f"{op_name}: unsupported operation: more than one element of the "
                                "written-to tensor refers to a single memory location. Please "
                                "clone() the tensor before performing the operation.")
-        self._version[0] += 1
 
     def _operand(self, value):
         if isinstance(value, _tensor.Tensor):
@@ -74,6 +78,10 @@ class InPlaceMethods:
         if recording and _autograd.is_grad_enabled():
             if self._node is None and self.requires_grad:
                 self._inplace(op_name)  # raises PyTorch's leaf error
+            self._check_overlap(op_name)
+            # PyTorch's write would reach this memory: nodes that saved it, or a view of it, see
+            # a new version (the op below saves it, if at all, at that version).
+            self._version[0] += 1
             alias = _tensor.new_tensor(_tensor.Tensor, self.data, self._backend,
                                        self.requires_grad, self._node, self._version)
             out = self._result(op_name, op(alias, other, **attrs))
@@ -81,9 +89,16 @@ class InPlaceMethods:
             self.data, self._node, self.requires_grad = out.data, out._node, out.requires_grad
             if _hooks.registry and old_node is not None:
                 _hooks.moved(self, old_node)  # a retained .grad follows the new value
-            # Nodes that saved this Tensor would now read the new data: a new, higher version
-            # makes their backward fail clearly. The old data keeps the old counter (and views).
-            self._version = [self._version[0] + 1]
+            # This Tensor is now `out`: it takes out's counter, so a node that saved the output
+            # sees later writes, moved past every version the old value had, so a node that
+            # saved this Tensor object fails clearly. The old data keeps the old counter.
+            counter = out._version
+            if counter is not self._version:
+                node = out._node
+                if node is not None and node.out_version is counter:
+                    node.out_saved_version = self._version[0]
+                counter[0] = self._version[0]
+            self._version = counter
             return self
         self._inplace(op_name)
         if ufunc is not None:

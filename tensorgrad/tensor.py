@@ -4,6 +4,8 @@ Methods are thin: each forwards to a function in `tensorgrad.ops`, where the pri
 gradient live. The in-place methods (`add_`, `+=`, `set_` ...) and what in place means next to
 autograd are in inplace.py; creation functions (`tensor`, `zeros`, `randn` ...) in creation.py.
 """
+import functools
+
 from . import backend as _backends
 from .device import device
 from .inplace import InPlaceMethods
@@ -439,9 +441,32 @@ def tensor_method(fn, name=None):
     """Declare an op a Tensor method as well: `@tensor_method` over `def softmax(x, dim=-1)`
     makes `x.softmax(-1)` call that very function, so a method has no second implementation and
     `help(Tensor.softmax)` shows the op's docstring. tests/tensorgrad/test_tensor_methods.py
-    checks the methods against torch.Tensor's."""
+    checks the methods against torch.Tensor's. An op with a `dim` parameter also takes NumPy's
+    names, as PyTorch's do: `x.sum(axis=1, keepdims=True)`."""
+    if "dim" in getattr(fn.__code__, "co_varnames", ())[:fn.__code__.co_argcount
+                                                      + fn.__code__.co_kwonlyargcount] \
+            and not hasattr(fn, "__wrapped__"):
+        fn = _numpy_names(fn)
     setattr(Tensor, name or fn.__name__, fn)
     return fn
+
+
+_NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
+
+
+def _numpy_names(fn):
+    """fn, taking `axis=` for `dim=` and `keepdims=` for `keepdim=` (PyTorch's NumPy aliases)."""
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        if "axis" in kwargs or "keepdims" in kwargs:
+            for alias, name in _NUMPY_NAMES.items():
+                if alias in kwargs:
+                    if name in kwargs:
+                        raise TypeError(f"{fn.__name__}() got both {name}= and its alias "
+                                        f"{alias}=")
+                    kwargs[name] = kwargs.pop(alias)
+        return fn(*args, **kwargs)
+    return op
 
 
 def tensor_operator(op, dunder):

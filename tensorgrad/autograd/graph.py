@@ -5,6 +5,7 @@ records a Node that remembers the primitive, its parents and only the tensors it
 """
 import functools
 
+from ..errors import OpError
 from ..tensor import Tensor, new_tensor
 from .grad_mode import anomaly_threads, autocast_threads, check_finite, this_thread, where
 
@@ -18,6 +19,11 @@ class Primitive:
     reads the output. Everything else is dropped as soon as the forward returns, so the graph
     holds no more memory than the gradients need.
 
+    saves_when: {saved input index: the inputs whose gradients read it}; that input is saved
+    only when one of them wants a gradient, and saves_out may be such a tuple too. PyTorch's
+    rule, so that an in-place write raises where its does: `x * 2` does not save x (only the
+    gradient of the 2 would read it), `x ** 3` does not save its output.
+
     saves_extra: the forward returns (output, extra) and `ctx.extra` hands `extra` (statistics
     such as a layer norm's mean and 1/std) to the VJP, so it need not recompute them.
 
@@ -28,7 +34,7 @@ class Primitive:
     """
 
     def __init__(self, name, forward, saves=(), saves_out=False, saves_extra=False,
-                 composite=None, differentiable=True, view=False):
+                 composite=None, differentiable=True, view=False, saves_when=None):
         self.name = name
         self.forward = forward
         self.saves = saves if saves == "all" else tuple(saves)
@@ -36,6 +42,7 @@ class Primitive:
         self._saved_slice = (slice(None) if saves == "all" else slice(len(self.saves))
                              if self.saves == tuple(range(len(self.saves))) else None)
         self.saves_out = saves_out
+        self.saves_when = saves_when
         self.saves_extra = saves_extra
         self.composite = composite
         self.differentiable = differentiable
@@ -100,7 +107,10 @@ class Primitive:
         mode = this_thread.switches  # this thread's, looked up once per op (op_overhead fwd)
         if not mode.grad_enabled:
             return new_tensor(Tensor, out, backend, False, None, version)
-        if self.saves_out:
+        saves_out = self.saves_out
+        if saves_out is not True and saves_out:
+            saves_out = any(args[i] is not None and args[i].requires_grad for i in saves_out)
+        if saves_out:
             # The node keeps the output's version counter, to check it at backward like inputs'.
             if version is None:
                 version = [0]
@@ -143,7 +153,8 @@ def _library_error(name, exc, datas):
     message = str(exc)
     if "broadcast" in message:
         message = "the shapes cannot be broadcast together"
-    return type(exc)(f"{name}: {message}; got inputs {inputs}{where()}")
+    kind = OpError if type(exc) is ValueError else type(exc)  # PyTorch raises RuntimeError there
+    return kind(f"{name}: {message}; got inputs {inputs}{where()}")
 
 
 class Node:
@@ -189,7 +200,12 @@ class Node:
         self.parents, self.needs_grad = parents, needs
         self.in_shapes, self.in_dtypes = shapes, dtypes
         sliced = prim._saved_slice
-        self.saved = saved = args[sliced] if sliced is not None else [args[i] for i in prim.saves]
+        saved = args[sliced] if sliced is not None else [args[i] for i in prim.saves]
+        when = prim.saves_when
+        if when is not None:
+            saved = [None if i in when and not any(needs[j] for j in when[i]) else t
+                     for i, t in zip(prim.saves, saved)]
+        self.saved = saved
         versions = []
         for t in saved:  # a loop, not a comprehension: no function object made (op_overhead fwd)
             versions.append(None if t is None else t._version[0])

@@ -25,7 +25,9 @@ from .compare import (  # noqa: F401
     allclose, eq, equal, ge, gt, isclose, isfinite, isin, isinf, isnan, le, logical_and,
     logical_not, logical_or, lt, ne,
 )
-from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d  # noqa: F401
+from .conv import (  # noqa: F401
+    conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+)
 from .convert import cast, clone, to_device  # noqa: F401
 from .division import div, divide, floor_divide, fmod, remainder, true_divide  # noqa: F401
 from .dropout import dropout  # noqa: F401

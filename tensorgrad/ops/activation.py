@@ -8,13 +8,13 @@ the shrinks and threshold take 0 on their boundaries), and every branch is kept 
 is not chosen: a masked-out inf still turns into NaN in the gradient (0 * inf).
 
 relu and gelu are fused primitives whose first-order VJP works on arrays (one pass where the
-op-by-op form makes several); each names its composite, which the engine differentiates under
-create_graph. Their forwards and VJP steps are overridable: the CPU backend's compiled twins
-register against their names.
+op-by-op form makes several); relu's VJP switches to tensorgrad ops under create_graph, gelu
+names its composite, which the engine differentiates then. Their forwards and VJP steps are
+overridable: the CPU backend's compiled twins register against their names.
 """
 import math
 
-from ..autograd import primitive
+from ..autograd import is_grad_enabled, primitive
 from ..backend.overrides import overridable
 from ..tensor import Tensor, tensor_method
 from .operands import normalize_dim, require_float
@@ -45,13 +45,10 @@ def _sigmoid_vjp(ctx, g):
     return g * y * (1.0 - y)
 
 
-def _relu_composite(x):
-    return x * (x > 0).to(x.dtype)
-
-
-# The VJP works on arrays (one pass: g times the bool mask; the op-by-op form made three and two
-# temporaries, benchmarks/: mlp_step); create_graph differentiates the composite.
-@primitive("relu", saves=(0,), composite=_relu_composite)
+# Saves its output, as PyTorch's does (out > 0 where x > 0), so a write into x after relu is
+# harmless. The VJP works on arrays (one pass: g times the bool mask; the op-by-op form made
+# three and two temporaries, benchmarks/: mlp_step), and in tensorgrad ops under create_graph.
+@primitive("relu", saves_out=True)
 @overridable("relu")
 def _relu(xp, x):
     return xp.maximum(x, 0)
@@ -65,8 +62,11 @@ def _relu_backward(xp, x, g):
 
 @_relu.defvjp
 def _relu_vjp(ctx, g):
+    if is_grad_enabled():
+        y = ctx.out
+        return g * (y > 0).to(y.dtype)
     xp = ctx.backend
-    return Tensor._constant(_relu_backward(xp, ctx.inputs[0].data, g.data), xp)
+    return Tensor._constant(_relu_backward(xp, ctx.out_data, g.data), xp)  # out > 0 iff x > 0
 
 
 sigmoid = tensor_method(_unary(_sigmoid, "sigmoid"))

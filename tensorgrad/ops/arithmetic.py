@@ -7,7 +7,7 @@ not undone here: the engine sums every gradient back to its input's shape.
 from ..autograd import primitive
 from ..tensor import tensor_method
 from .operands import binary_operands
-from .unary import log
+from .unary import log, reciprocal  # noqa: F401 (reciprocal: exported from here)
 from .select import where
 
 
@@ -32,7 +32,7 @@ def _sub_vjp(ctx, g):
     return g, (-g if ctx.needs_grad[1] else None)
 
 
-@primitive("mul", saves=(0, 1))
+@primitive("mul", saves=(0, 1), saves_when={0: (1,), 1: (0,)})
 def _mul(xp, a, b):
     return a * b
 
@@ -53,18 +53,19 @@ def _neg_vjp(ctx, g):
     return -g
 
 
-@primitive("pow", saves=(0, 1), saves_out=True)
+@primitive("pow", saves=(0, 1), saves_out=(1,))
 def _pow(xp, a, b):
     return a ** b
 
 
 @_pow.defvjp
 def _pow_vjp(ctx, g):
-    # PyTorch's conventions where the formulas meet 0 * inf: d/da a^0 = 0 everywhere (a^-1 is
-    # never formed: the exponent is swapped for 1 there, and b = 0 zeroes the product), and
-    # d/db a^b = a^b log a is taken as 0 where a == 0 and b >= 0 (the limit), -inf for b < 0.
+    # PyTorch's conventions where the formulas meet 0 * inf: d/da a^0 = 0 everywhere, infinite a
+    # included (a^-1 is never formed: the exponent is swapped for 1 there), and d/db a^b =
+    # a^b log a is taken as 0 where a == 0 and b >= 0 (the limit), -inf for b < 0.
     a, b = ctx.inputs
-    ga = g * b * a ** where(b == 0, 1.0, b - 1) if ctx.needs_grad[0] else None
+    ga = (where(b == 0, 0.0, g * b * a ** where(b == 0, 1.0, b - 1)) if ctx.needs_grad[0]
+          else None)
     if not ctx.needs_grad[1]:
         return ga, None
     limit = (a == 0) & (b >= 0)
@@ -101,11 +102,6 @@ def pow(a, b):
 @tensor_method
 def square(x):
     return x * x
-
-
-@tensor_method
-def reciprocal(x):
-    return 1.0 / x
 
 
 # The operators are the ops themselves, no Tensor method in between (op_overhead fwd).

@@ -12,6 +12,7 @@ import itertools
 import math
 
 from ..autograd import primitive
+from ..errors import OpError
 from ..tensor import Tensor
 from .operands import promote, require_float
 
@@ -32,7 +33,7 @@ def window_counts(sizes, kernel, dilation, padding, stride, op):
     for size, k, d, (lo, hi), s in zip(sizes, kernel, dilation, padding, stride):
         span = d * (k - 1) + 1
         if size + lo + hi < span:
-            raise ValueError(f"{op}: the kernel (size {kernel}, dilation {dilation}) does not fit "
+            raise OpError(f"{op}: the kernel (size {kernel}, dilation {dilation}) does not fit "
                              f"the padded input: spatial size {tuple(sizes)} with padding "
                              f"{padding}")
         counts.append((size + lo + hi - span) // s + 1)
@@ -324,3 +325,11 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     conv_transpose1d."""
     return _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups,
                               dilation, 2, "conv_transpose2d")
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """3-D transposed convolution: conv_transpose2d's arguments with one more spatial
+    dimension."""
+    return _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups,
+                              dilation, 3, "conv_transpose3d")

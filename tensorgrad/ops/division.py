@@ -6,10 +6,12 @@ truncated quotient: gradient 1 with respect to a and -q with respect to b. Integ
 zero is PyTorch's error; float division by zero gives inf or nan.
 """
 from ..autograd import primitive
-from ..creation import zeros_like
-from ..tensor import tensor_method, tensor_operator
 from ..backend import get_default_dtype
+from ..creation import zeros_like
+from ..errors import OpError
+from ..tensor import Tensor, tensor_method, tensor_operator
 from .operands import binary_operands
+from .unary import reciprocal
 
 _ROUNDING_MODES = (None, "trunc", "floor")
 
@@ -19,7 +21,7 @@ def _check_divisor(name, b):
         raise RuntimeError(f"{name}: ZeroDivisionError (an integer tensor divided by zero)")
 
 
-@primitive("div", saves=(0, 1))
+@primitive("div", saves=(0, 1), saves_when={0: (1,)})
 def _div(xp, a, b):
     return a / b
 
@@ -32,7 +34,9 @@ def _div_vjp(ctx, g):
     return ga, gb
 
 
-@primitive("div_rounded")
+# Saves what true division saves, though its gradient is zero: PyTorch does, so an in-place
+# write raises where its does.
+@primitive("div_rounded", saves=(0, 1), saves_when={0: (1,)})
 def _div_rounded(xp, a, b, rounding_mode):
     _check_divisor("div", b)
     if rounding_mode == "floor":
@@ -46,11 +50,12 @@ def _div_rounded(xp, a, b, rounding_mode):
 
 @_div_rounded.defvjp
 def _div_rounded_vjp(ctx, g):
+    ctx.inputs  # noqa: B018 (read for its version check alone)
     zero = zeros_like(g)
     return (zero if ctx.needs_grad[0] else None), (zero if ctx.needs_grad[1] else None)
 
 
-@primitive("remainder", saves=(0, 1))
+@primitive("remainder", saves=(0, 1), saves_when={0: (1,), 1: (1,)})
 def _remainder(xp, a, b):
     _check_divisor("remainder", b)
     return xp.remainder(a, b)
@@ -63,7 +68,7 @@ def _remainder_vjp(ctx, g):
     return g, gb
 
 
-@primitive("fmod", saves=(0, 1))
+@primitive("fmod", saves=(0, 1), saves_when={0: (1,), 1: (1,)})
 def _fmod(xp, a, b):
     _check_divisor("fmod", b)
     return xp.fmod(a, b)
@@ -90,13 +95,15 @@ def div(input, other, rounding_mode=None):
     "trunc": the quotient rounded toward zero; "floor": rounded down (Python's //). Rounded
     quotients keep integer dtypes and have zero gradient."""
     if rounding_mode not in _ROUNDING_MODES:
-        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got "
+        raise OpError(f"div: rounding_mode must be None, 'trunc' or 'floor', got "
                          f"{rounding_mode!r}")
     if rounding_mode is not None:
         return _div_rounded(*_numeric_operands("div", input, other), rounding_mode=rounding_mode)
     a, b = binary_operands(input, other)
     if a.data.dtype.kind not in "fc":  # true division of integers gives floats, as in PyTorch
         a, b = a.to(get_default_dtype()), b.to(get_default_dtype())
+    if not isinstance(input, Tensor) and b.requires_grad:
+        return reciprocal(b) * a  # PyTorch's form: it saves 1/b, not b
     return _div(a, b)
 
 

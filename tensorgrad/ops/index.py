@@ -1,5 +1,6 @@
 """Indexing: x[index], gather, and the scatter-adds that are their gradients (and vice versa)."""
 from ..autograd import primitive
+from ..errors import OpError, OpIndexError
 from ..tensor import Tensor, tensor_method
 from .select import where
 from .operands import normalize_dim
@@ -14,7 +15,7 @@ def array_index(index, like):
     Boolean masks become the integer arrays of their True positions, so that the same index
     drives both the gather (forward) and the scatter-add (gradient).
     """
-    items = index if isinstance(index, tuple) else (index,)
+    items = index if isinstance(index, tuple) else _sequence_as_tuple(index)
     _check_steps(items)
     if _BASIC.issuperset(map(type, items)):  # slicing only: nothing to convert
         return items
@@ -25,7 +26,7 @@ def array_index(index, like):
                 raise RuntimeError(f"indexing: a {like.device} tensor indexed with a "
                                    f"{item.device} tensor")
             item = item.data
-        elif isinstance(item, list):
+        elif isinstance(item, (list, tuple)):  # inside the index tuple, a tuple is a list
             item = like._backend.asarray(item)
         if hasattr(item, "dtype"):
             if item.dtype.kind == "b":
@@ -36,6 +37,16 @@ def array_index(index, like):
                                  f"got {item.dtype}")
         out.append(item)
     return tuple(out)
+
+
+def _sequence_as_tuple(index):
+    """PyTorch's (and old NumPy's) reading of a list index holding sequences, slices, None,
+    Ellipsis or tensors: the tuple of them, so x[[[0, 1], [1, 2]]] is x[[0, 1], [1, 2]]."""
+    if type(index) is list and len(index) < 32 and any(
+            isinstance(i, (list, tuple, slice, Tensor)) or i is None or i is Ellipsis
+            for i in index):
+        return tuple(index)
+    return (index,)
 
 
 def _check_steps(items):
@@ -88,7 +99,7 @@ def _index_add_vjp(ctx, g):
 
 def getitem(x, index):
     """x[index]: basic slicing (a view) and integer/bool array indexing (a copy)."""
-    items = index if isinstance(index, tuple) else (index,)
+    items = index if isinstance(index, tuple) else _sequence_as_tuple(index)
     if _BASIC.issuperset(map(type, items)):
         # Slicing only (KV-cache views, split, logits[:, -1]): nothing to convert, and a view,
         # so in-place writes to x show through it; tested once (decoding, per token).
@@ -161,9 +172,10 @@ def _check_along(x, dim, index, op):
             raise RuntimeError(f"{op}: index shape {index.shape} is larger than the tensor's "
                                f"shape {x.shape} at dim {d}")
     data = index.data
-    if data.size and (int(data.min()) < -x.shape[dim] or int(data.max()) >= x.shape[dim]):
-        raise IndexError(f"{op}: index values must lie in [0, {x.shape[dim]}) along dim {dim} of "
-                         f"shape {x.shape}; got values in [{int(data.min())}, {int(data.max())}]")
+    if data.size and (int(data.min()) < 0 or int(data.max()) >= x.shape[dim]):
+        raise OpIndexError(f"{op}: index values must lie in [0, {x.shape[dim]}) along dim {dim} "
+                           f"of shape {x.shape}; got values in [{int(data.min())}, "
+                           f"{int(data.max())}]")
     return dim
 
 
@@ -211,8 +223,8 @@ def one_hot(x, num_classes=-1):
     if num_classes < 0:
         num_classes = int(x.data.max()) + 1 if x.data.size else 0
     if x.data.size and (int(x.data.min()) < 0 or int(x.data.max()) >= num_classes):
-        raise ValueError(f"one_hot: class values must lie in [0, {num_classes}), got values in "
-                         f"[{int(x.data.min())}, {int(x.data.max())}]")
+        raise OpError(f"one_hot: class values must lie in [0, {num_classes}), got values in "
+                      f"[{int(x.data.min())}, {int(x.data.max())}]")
     out = (x.data[..., None] == xp.arange(num_classes)).astype("int64")
     return Tensor._constant(out, xp)
 

@@ -5,6 +5,7 @@ import math
 
 from .. import backend as _backends
 from ..creation import zeros
+from ..errors import OpError
 from ..tensor import Tensor, tensor_method
 from .index import _index_add, getitem
 from .operands import constant_like, normalize_dim, result_dtype
@@ -23,6 +24,8 @@ def roll(x, shifts, dims=None):
     and the shape restored."""
     if dims is None:
         if not isinstance(shifts, int):
+            if len(shifts) != 1:
+                raise OpError(f"roll: without dims, shifts must be one number, got {shifts}")
             shifts, = shifts
         return roll(x.reshape(-1), shifts, 0).reshape(x.shape)
     shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)

@@ -1,39 +1,41 @@
 """Matrix products: matmul (batched, broadcast, 1-D cases) and einsum."""
-from ..autograd import primitive
+from ..autograd import is_grad_enabled, primitive
 from ..backend.overrides import overridable
 from ..autograd.grad_mode import this_thread
+from ..errors import OpError
 from ..tensor import Tensor, tensor_method
 from .operands import binary_operands
 
 
-@primitive("matmul", saves=(0, 1))
+@primitive("matmul", saves=(0, 1), saves_when={0: (1,), 1: (0,)})
 def _matmul(xp, a, b):
     return xp.matmul(a, b)
 
 
 @_matmul.defvjp
 def _matmul_vjp(ctx, g):
-    a, b = ctx.inputs
+    a, b = ctx.inputs  # each saved only when the other's gradient is wanted
+    na, nb = (len(shape) for shape in ctx.in_shapes)
     # Treat 1-D operands as matrices (a row, b a column) so one pair of formulas serves all
     # cases; the engine then sums broadcast batch dimensions away.
-    a2 = a.unsqueeze(0) if a.ndim == 1 else a
-    b2 = b.unsqueeze(-1) if b.ndim == 1 else b
     g2 = g
-    if a.ndim == 1:
-        g2 = g2.unsqueeze(-1 if b.ndim == 1 else -2)
-    if b.ndim == 1:
+    if na == 1:
+        g2 = g2.unsqueeze(-1 if nb == 1 else -2)
+    if nb == 1:
         g2 = g2.unsqueeze(-1)
     ga = gb = None
     if ctx.needs_grad[0]:
+        b2 = b.unsqueeze(-1) if nb == 1 else b
         ga = g2 @ b2.mT  # (..., m, n) @ (..., n, k) -> (..., m, k)
-        if a.ndim == 1:
+        if na == 1:
             ga = ga.squeeze(-2)
     if ctx.needs_grad[1]:
-        if b.ndim == 2 and a.ndim > 2:  # a shared weight: one (k, B*m) @ (B*m, n) product
+        if nb == 2 and na > 2:  # a shared weight: one (k, B*m) @ (B*m, n) product
             gb = a.reshape(-1, a.shape[-1]).mT @ g2.reshape(-1, g2.shape[-1])
         else:
+            a2 = a.unsqueeze(0) if na == 1 else a
             gb = a2.mT @ g2  # (..., k, m) @ (..., m, n) -> (..., k, n)
-            if b.ndim == 1:
+            if nb == 1:
                 gb = gb.squeeze(-1)
     return ga, gb
 
@@ -70,12 +72,9 @@ def _same_dtype(op, a, b):
 # Fused because every Linear layer is exactly this: one GEMM over all leading rows with the bias
 # added in place, and a VJP that gets the weight gradient as one GEMM instead of a batched
 # product summed afterwards (benchmarks/: mlp_step, gpt_step). The VJP works on arrays (seven
-# fewer op calls per layer); the composite below is what create_graph differentiates.
-def _linear_composite(x, weight, bias=None):
-    out = x @ weight.mT
-    return out if bias is None else out + bias
-
-
+# fewer op calls per layer), and in tensorgrad ops under create_graph. It saves x only for the
+# weight's gradient and the weight only for x's, as PyTorch's addmm does (a frozen layer keeps
+# no activations); hence no composite, whose replay would need both.
 @overridable("linear.add_to_rows_")
 def _add_to_rows_(xp, out, bias):
     """out (N, C) += bias (C,), in place."""
@@ -90,7 +89,7 @@ def _column_sums(xp, g):
     return xp.matmul(xp.ones(g.shape[0], g.dtype), g)  # (N,) @ (N, C)
 
 
-@primitive("linear", saves="all", composite=_linear_composite)
+@primitive("linear", saves=(0, 1), saves_when={0: (1,), 1: (0,)})
 def _linear(xp, x, weight, bias):
     out = xp.matmul(x.reshape(-1, x.shape[-1]), weight.T)  # (N, in) @ (in, out) -> (N, out)
     if bias is not None:
@@ -100,14 +99,19 @@ def _linear(xp, x, weight, bias):
 
 @_linear.defvjp
 def _linear_vjp(ctx, g):
-    x, weight = ctx.inputs[0].data, ctx.inputs[1].data
+    x, weight = ctx.inputs  # each saved only when the other's gradient is wanted
+    if is_grad_enabled():  # create_graph: the same products in tensorgrad ops
+        g2 = g.reshape(-1, g.shape[-1])  # (N, out)
+        return (g @ weight if ctx.needs_grad[0] else None,
+                g2.mT @ x.reshape(-1, x.shape[-1]) if ctx.needs_grad[1] else None,
+                g2.sum(0) if ctx.needs_grad[2] else None)
     xp = ctx.backend
     g2 = g.data.reshape(-1, g.shape[-1])  # (N, out)
     gx = gw = gb = None
     if ctx.needs_grad[0]:
-        gx = xp.matmul(g2, weight).reshape(x.shape)  # (N, out) @ (out, in)
+        gx = xp.matmul(g2, weight.data).reshape(ctx.in_shapes[0])  # (N, out) @ (out, in)
     if ctx.needs_grad[1]:
-        gw = xp.matmul(g2.T, x.reshape(-1, x.shape[-1]))  # (out, N) @ (N, in)
+        gw = xp.matmul(g2.T, x.data.reshape(-1, x.shape[-1]))  # (out, N) @ (N, in)
     if ctx.needs_grad[2]:
         gb = _column_sums(xp, g2)
     return tuple(None if a is None else Tensor._constant(a, xp) for a in (gx, gw, gb))
@@ -167,8 +171,10 @@ def _explicit(equation, shapes):
     lhs, arrow, rhs = equation.partition("->")
     specs = lhs.split(",")
     if len(specs) != len(shapes):
-        raise ValueError(f"einsum: equation {equation!r} names {len(specs)} operands, "
-                         f"got {len(shapes)}")
+        raise OpError(f"einsum: equation {equation!r} names {len(specs)} operands, "
+                      f"got {len(shapes)}")
+    if any(spec.count("...") > 1 for spec in specs):
+        raise OpError(f"einsum: equation {equation!r} has more than one '...' in an operand")
     used = set(c for c in equation if c.isalpha())
     spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in used]
     widest = max((len(shape) - len(spec.replace("...", "")) for spec, shape in zip(specs, shapes)
@@ -180,11 +186,8 @@ def _explicit(equation, shapes):
             n = len(shape) - len(spec.replace("...", ""))
             spec = spec.replace("...", ellipsis[widest - n:])
         if len(spec) != len(shape):
-            raise ValueError(f"einsum: operand spec {spec!r} has {len(spec)} letters but the "
-                             f"operand has shape {shape}")
-        if len(set(spec)) != len(spec):
-            raise NotImplementedError(f"einsum: repeated letters within one operand ({spec!r}, "
-                                      "a diagonal) are not supported")
+            raise OpError(f"einsum: operand spec {spec!r} has {len(spec)} letters but the "
+                          f"operand has shape {shape}")
         expanded.append(spec)
     if arrow:
         rhs = rhs.replace("...", ellipsis)
@@ -202,4 +205,27 @@ def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     equation = _explicit(equation, [t.shape for t in operands])
+    lhs, rhs = equation.split("->")
+    specs = lhs.split(",")
+    if any(len(set(spec)) != len(spec) for spec in specs):
+        pairs = [_diagonals(spec, t) for spec, t in zip(specs, operands)]
+        equation = ",".join(spec for spec, _ in pairs) + "->" + rhs
+        operands = [t for _, t in pairs]
     return _einsum(*operands, equation=equation)
+
+
+def _diagonals(spec, operand):
+    """A letter repeated within one operand ('ii->i', 'ii' a trace) reads its diagonal: the
+    operand's diagonal over those dims, and its spec with the letter once (at the end, where
+    `diagonal` puts that dim)."""
+    while len(set(spec)) != len(spec):
+        letter = next(c for c in spec if spec.count(c) > 1)
+        d1 = spec.index(letter)
+        d2 = spec.index(letter, d1 + 1)
+        if operand.shape[d1] != operand.shape[d2]:
+            raise OpError(f"einsum: subscript {letter!r} is repeated in operand spec {spec!r} "
+                          f"over dims of sizes {operand.shape[d1]} and {operand.shape[d2]} "
+                          f"(shape {operand.shape}); a diagonal needs them equal")
+        operand = operand.diagonal(0, d1, d2)
+        spec = spec[:d1] + spec[d1 + 1:d2] + spec[d2 + 1:] + letter
+    return spec, operand

@@ -14,6 +14,7 @@ import math
 
 from ..autograd import primitive
 from ..backend.overrides import overridable
+from ..errors import OpError
 from ..tensor import Tensor
 from .activation import _log1p_exp
 from .binary import xlogy
@@ -172,8 +173,8 @@ def _class_scores(input, target, weight, ignore_index, op, what):
 
 def _soft_cross_entropy(input, target, weight, reduction, label_smoothing):
     if target.shape != input.shape:
-        raise ValueError(f"cross_entropy: probability targets must match the logits' shape "
-                         f"{input.shape}, got {target.shape}")
+        raise OpError(f"cross_entropy: probability targets must match the logits' shape "
+                      f"{input.shape}, got {target.shape}")
     class_dim = 0 if input.ndim == 1 else 1
     classes = input.shape[class_dim]
     if label_smoothing:

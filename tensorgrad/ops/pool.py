@@ -7,6 +7,8 @@ averaging matrix per spatial dim (each window is a box, so the average separates
 """
 import math
 
+from ..creation import zeros
+from ..errors import OpError
 from ..tensor import Tensor
 from .conv import _im2col, ntuple
 
@@ -37,7 +39,7 @@ def _windows(sizes, kernel_size, stride, padding, dilation, ceil_mode, spatial, 
         span = d * (k - 1) + 1
         reach = size + 2 * p - span
         if reach < 0:
-            raise ValueError(f"{op}: the kernel {kernel} (dilation {dilation}) does not fit the "
+            raise OpError(f"{op}: the kernel {kernel} (dilation {dilation}) does not fit the "
                              f"input of spatial size {tuple(sizes)} with padding {pads}")
         count = (-(-reach // s) if ceil_mode else reach // s) + 1
         if ceil_mode and (count - 1) * s >= size + p:
@@ -249,3 +251,46 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """Max over adaptive windows of (N, C, H, W) or (C, H, W); indices as in max_pool2d."""
     return _adaptive_max(input, output_size, return_indices, 2, "adaptive_max_pool2d")
+
+
+# --- max_unpool: each maximum put back where max_pool took it, zeros elsewhere -----------------
+def _max_unpool(input, indices, kernel_size, stride, padding, output_size, spatial, op):
+    x, unbatched = _batched(input, spatial, op)
+    if indices.shape != input.shape or indices.dtype.kind not in "iu":
+        raise OpError(f"{op}: expected integer indices of the input's shape {input.shape} (from "
+                      f"max_pool with return_indices=True), got {indices.shape} {indices.dtype}")
+    kernel = ntuple(kernel_size, spatial, "kernel_size", op)
+    stride = kernel if stride is None else ntuple(stride, spatial, "stride", op)
+    pads = ntuple(padding, spatial, "padding", op)
+    default = tuple((n - 1) * s - 2 * p + k
+                    for n, s, p, k in zip(x.shape[2:], stride, pads, kernel))
+    size = default if output_size is None else tuple(output_size)[-spatial:]
+    if len(size) != spatial or any(not d - s < o < d + s
+                                   for o, d, s in zip(size, default, stride)):
+        raise OpError(f"{op}: output_size {output_size} must give {spatial} sizes, each within "
+                      f"one stride of {default} (stride {stride})")
+    n, c = x.shape[:2]
+    places = (indices.unsqueeze(0) if unbatched else indices).reshape(n, c, -1)
+    out = zeros((n, c, math.prod(size)), dtype=x.dtype, device=x.device)
+    out = out.scatter(2, places, x.reshape(n, c, -1)).reshape((n, c) + size)  # (N, C, *size)
+    return out.squeeze(0) if unbatched else out
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """max_pool1d's partial inverse: (N, C, L) values and their indices -> (N, C, L_out), the
+    values at their indices and zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1,
+                       "max_unpool1d")
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """max_pool2d's partial inverse: (N, C, H, W) and the flat indices max_pool2d returned ->
+    (N, C, H_out, W_out), by default ((H - 1) * stride - 2 * padding + kernel, ...)."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2,
+                       "max_unpool2d")
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """max_pool3d's partial inverse: max_unpool2d with one more spatial dimension."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3,
+                       "max_unpool3d")

@@ -4,7 +4,7 @@ import builtins
 from collections import namedtuple
 
 from ..autograd import is_grad_enabled, primitive
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor, _numpy_names, tensor_method
 from .compare import isfinite, isnan
 from .select import maximum, where
 from .unary import exp, log, sqrt
@@ -79,6 +79,7 @@ def std(x, dim=None, correction=1, keepdim=False, unbiased=None):
     return sqrt(var(x, dim, correction, keepdim, unbiased))
 
 
+@_numpy_names
 def var_mean(x, dim=None, correction=1, keepdim=False, unbiased=None):
     """(var, mean) over dim, as torch.var_mean."""
     if isinstance(dim, bool):
@@ -86,6 +87,7 @@ def var_mean(x, dim=None, correction=1, keepdim=False, unbiased=None):
     return var(x, dim, correction, keepdim, unbiased), mean(x, dim, keepdim)
 
 
+@_numpy_names
 def std_mean(x, dim=None, correction=1, keepdim=False, unbiased=None):
     """(std, mean) over dim, as torch.std_mean."""
     variance, average = var_mean(x, dim, correction, keepdim, unbiased)

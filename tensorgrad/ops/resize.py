@@ -95,7 +95,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError(f"interpolate: mode={mode!r} expects {wanted} input (N, C, *spatial), "
                          f"got shape {input.shape}")
     linear = mode in ("linear", "bilinear", "bicubic", "trilinear")
-    if mode != "nearest" and mode != "nearest-exact":
+    # PyTorch resizes uint8 images with bilinear and bicubic too: each pass rounds back to uint8
+    image = input.dtype.kind == "u" and input.dtype.itemsize == 1 and spatial == 2 and linear
+    if mode != "nearest" and mode != "nearest-exact" and not image:
         require_float(input, "interpolate")
     if align_corners is not None and not linear:
         raise ValueError(f"interpolate: align_corners only goes with the linear and cubic "
@@ -108,13 +110,18 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode == "area":
         return _adaptive_avg(input, outs, spatial, "interpolate")
     x, xp = input, input._backend
-    for i, (out, factor) in enumerate(zip(outs, factors)):
+    passes = list(enumerate(zip(outs, factors)))
+    for i, (out, factor) in reversed(passes) if image else passes:  # images: width first
         dim, length = 2 + i, x.shape[2 + i]
         if mode.startswith("nearest"):
             index = _nearest_index(xp, length, out, factor, mode == "nearest-exact")
             x = x[(slice(None),) * dim + (Tensor._constant(index, xp),)]
             continue
+        dtype = x.dtype if not image else xp.float32
         matrix = Tensor._constant(_resampling_matrix(xp, length, out, factor, bool(align_corners),
-                                                     mode == "bicubic", x.dtype), xp)
-        x = (x.movedim(dim, -1) @ matrix).movedim(-1, dim)  # (..., length) @ (length, out)
+                                                     mode == "bicubic", dtype), xp)
+        y = x.to(dtype) if image else x
+        x = (y.movedim(dim, -1) @ matrix).movedim(-1, dim)  # (..., length) @ (length, out)
+        if image:  # rounded each pass as PyTorch's integer kernel (its values may differ by 1)
+            x = (x + 0.5).floor().clamp(0, 255).to(input.dtype)
     return x

@@ -6,6 +6,7 @@ Two primitives: `scatter` (write src at index; gradients: g with those positions
 gathered back) and `scatter_prod` (zero-safe). Everything else is gather/scatter_add composites.
 """
 from ..autograd import primitive
+from ..errors import OpError, OpIndexError
 from ..tensor import Tensor, tensor_method
 from .index import _along, _check_along, _fit, _gather, _scatter_add, getitem, scatter_add
 from .select import where
@@ -47,13 +48,13 @@ def scatter(x, dim, index, src=None, value=None, reduce=None):
     if reduce is not None:
         modes = {"add": "sum", "multiply": "prod"}
         if reduce not in modes:
-            raise ValueError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r}")
+            raise OpError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r}")
         return scatter_reduce(x, dim, index, src, modes[reduce])
     dim = _check_along(x, dim, index, "scatter")
     return _scatter(x, _fit(src, index, x, "scatter"), dim=dim, index=index.data)
 
 
-@primitive("scatter_prod", saves="all")
+@primitive("scatter_prod", saves="all", saves_out=True)  # the output too, as PyTorch saves
 def _scatter_prod(xp, x, src, dim, index):
     out = x.copy()
     xp.multiply.at(out, _along(xp, index, dim), src)
@@ -125,7 +126,7 @@ def scatter_reduce(x, dim, index, src, reduce, include_self=True):
         chosen = where(self_hit, x, 0.0) + _scatter_add(where(src_hit, src, 0.0), dim=dim,
                                                         index=idx, shape=x.shape)
         return chosen / hits if x.dtype.kind in "fc" else result
-    raise ValueError(f"scatter_reduce: reduce must be 'sum', 'prod', 'mean', 'amax' or 'amin', "
+    raise OpError(f"scatter_reduce: reduce must be 'sum', 'prod', 'mean', 'amax' or 'amin', "
                      f"got {reduce!r}")
 
 
@@ -143,9 +144,10 @@ def _index_along(x, dim, index, source, op):
         raise RuntimeError(f"{op}: source must have shape {expected} (x's shape {x.shape} with "
                            f"dim {dim} of size len(index) = {count}), got {source.shape}")
     data = index.data.reshape(-1)
-    if data.size and (int(data.min()) < -x.shape[dim] or int(data.max()) >= x.shape[dim]):
-        raise IndexError(f"{op}: index values must lie in [0, {x.shape[dim]}) for dim {dim} of "
-                         f"shape {x.shape}; got values in [{int(data.min())}, {int(data.max())}]")
+    if data.size and (int(data.min()) < 0 or int(data.max()) >= x.shape[dim]):
+        raise OpIndexError(f"{op}: index values must lie in [0, {x.shape[dim]}) for dim {dim} of "
+                           f"shape {x.shape}; got values in [{int(data.min())}, "
+                           f"{int(data.max())}]")
     spread = data.reshape(tuple(-1 if d == dim else 1 for d in range(x.ndim)))
     return dim, x._backend.broadcast_to(spread % x.shape[dim], expected)
 

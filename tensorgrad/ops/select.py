@@ -1,6 +1,7 @@
 """Elementwise selection: maximum, minimum, clamp and where route each gradient to the value
 that was chosen."""
 from ..autograd import primitive
+from ..errors import OpError
 from ..tensor import Tensor, tensor_method
 from .operands import as_operand, binary_operands
 
@@ -59,7 +60,7 @@ def _clamp_vjp(ctx, g):
 def clamp(x, min=None, max=None):
     """Limit x to [min, max]; tensor bounds broadcast (gradient 1 inside, 0 outside)."""
     if min is None and max is None:
-        raise ValueError("clamp: at least one of min and max must be given")
+        raise OpError("clamp: at least one of min and max must be given")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         out = x if min is None else maximum(x, min)
         return out if max is None else minimum(out, max)

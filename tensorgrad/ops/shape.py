@@ -4,7 +4,8 @@ import math
 
 from ..autograd import primitive
 from ..backend import as_dtype
-from ..tensor import tensor_method
+from ..errors import OpError
+from ..tensor import _numpy_names, tensor_method
 from .select import where
 from .operands import normalize_dim, result_dtype
 
@@ -219,6 +220,7 @@ def _cat_vjp(ctx, g):
     return tuple(grads)
 
 
+@_numpy_names
 def cat(tensors, dim=0):
     """Join tensors along an existing dimension."""
     tensors = list(tensors)
@@ -246,6 +248,7 @@ def cat(tensors, dim=0):
 concat = concatenate = cat  # torch's aliases
 
 
+@_numpy_names
 def stack(tensors, dim=0):
     """Join same-shaped tensors along a new dimension."""
     tensors = list(tensors)
@@ -338,7 +341,7 @@ def pad(x, pad, mode="constant", value=None):
     """
     pad = tuple(pad)
     if mode not in _PAD_MODES:
-        raise ValueError(f"pad: mode must be one of {_PAD_MODES}, got {mode!r}")
+        raise NotImplementedError(f"pad: mode must be one of {_PAD_MODES}, got {mode!r}")
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
         raise ValueError(f"pad: expected an even number of widths, at most 2 per dimension "
                          f"({2 * x.ndim} for shape {x.shape}), got {pad}")
@@ -351,8 +354,9 @@ def pad(x, pad, mode="constant", value=None):
         if x.shape[d] + before + after < 0:
             raise ValueError(f"pad: widths {(before, after)} crop dim {d} of shape {x.shape} "
                              f"below size 0")
-    # Negative widths crop first; the other side then pads what is left (as PyTorch does).
-    if any(b < 0 or a < 0 for b, a in widths):
+    # PyTorch's two readings of a negative width: reflect and replicate pad the whole dim and
+    # drop positions; constant and circular crop first and pad what is left.
+    if mode != "reflect" and mode != "replicate" and any(b < 0 or a < 0 for b, a in widths):
         x = x[tuple(slice(max(-b, 0), x.shape[d] - max(-a, 0))
                     for d, (b, a) in enumerate(widths))]
         widths = [(max(b, 0), max(a, 0)) for b, a in widths]
@@ -367,16 +371,17 @@ def pad(x, pad, mode="constant", value=None):
 
 
 def _pad_index(x, dim, before, after, mode):
-    """Which source element each position of the padded dim reads, as an index tensor."""
+    """Which source element each position of the padded dim reads, as an index tensor; a
+    negative width starts or ends inside the dim."""
     from ..tensor import Tensor
     xp, size = x._backend, x.shape[dim]
     limit = size - 1 if mode == "reflect" else size if mode == "circular" else None
-    if size == 0:
-        raise ValueError(f"pad: mode={mode!r} cannot pad dim {dim} of shape {x.shape}: it is "
-                         "empty")
+    if size == 0 and size + before + after:
+        raise OpError(f"pad: mode={mode!r} cannot pad dim {dim} of shape {x.shape}: it is "
+                      "empty")
     if limit is not None and max(before, after) > limit:
-        raise ValueError(f"pad: mode={mode!r} needs widths of at most {limit} for dim {dim} of "
-                         f"size {size} (shape {x.shape}), got {(before, after)}")
+        raise OpError(f"pad: mode={mode!r} needs widths of at most {limit} for dim {dim} of "
+                      f"size {size} (shape {x.shape}), got {(before, after)}")
     position = xp.arange(-before, size + after)
     if mode == "reflect":  # ... 2 1 | 0 1 2 ... n-1 | n-2 n-3 ...
         position = xp.abs(position)

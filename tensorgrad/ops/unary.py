@@ -127,7 +127,7 @@ def _erfc_fraction(xp, y, terms=60):
     return k
 
 
-@primitive("erfinv", saves_out=True)
+@primitive("erfinv", saves=(0,))  # its input, as PyTorch saves
 def _erfinv(xp, x):
     t = x.astype("float64")
     inside = xp.abs(t) < 1
@@ -151,7 +151,8 @@ def _erfinv(xp, x):
 
 @_erfinv.defvjp
 def _erfinv_vjp(ctx, g):
-    return g * (math.sqrt(math.pi) / 2.0) * exp(ctx.out * ctx.out)
+    y = erfinv(ctx.inputs[0])
+    return g * (math.sqrt(math.pi) / 2.0) * exp(y * y)
 
 
 @primitive("tan", saves_out=True)
@@ -274,6 +275,19 @@ def _expm1_vjp(ctx, g):
     return g * exp(x)  # not out + 1: for x < -17 that is 0 in float32, exp(x) is not
 
 
+# Its own primitive, saving its output as PyTorch's does: `2 / x` is reciprocal(x) * 2 there too,
+# so a write into x afterwards is harmless.
+@primitive("reciprocal", saves_out=True)
+def _reciprocal(xp, x):
+    return 1.0 / x
+
+
+@_reciprocal.defvjp
+def _reciprocal_vjp(ctx, g):
+    y = ctx.out
+    return -g * y * y
+
+
 @primitive("log2", saves=(0,))
 def _log2(xp, x):
     return xp.log2(x)
@@ -336,6 +350,7 @@ expm1 = tensor_method(_unary(_expm1, "expm1"))
 log2 = tensor_method(_unary(_log2, "log2"))
 log10 = tensor_method(_unary(_log10, "log10"))
 exp2 = tensor_method(_unary(_exp2, "exp2"))
+reciprocal = tensor_method(_unary(_reciprocal, "reciprocal"))
 # NumPy's spellings, which torch also accepts
 arcsin, arccos, arctan = (tensor_method(f, "arc" + f.__name__[1:]) for f in (asin, acos, atan))
 arcsinh, arccosh, arctanh = (tensor_method(f, "arc" + f.__name__[1:])

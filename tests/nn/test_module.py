@@ -210,7 +210,7 @@ def test_a_model_moved_after_an_optimizer_step_keeps_training(make_optimizer, de
 
 def test_to_bumps_versions_so_a_graph_saved_before_refuses_backward():
     net = nn.Linear(3, 2)
-    x = tg.randn(4, 3)
+    x = tg.randn(4, 3, requires_grad=True)  # so that linear saves the weight for x's gradient
     out = net(x)
     net.double()
     with pytest.raises(RuntimeError, match="modified in place"):
@@ -227,11 +227,11 @@ def test_parameter_shares_memory_and_version_with_its_data():
     assert type(p) is nn.Parameter and p.requires_grad and p.is_leaf
     data[0] = 5.0
     assert p[0].item() == 5.0
-    y = p * 2.0
+    y = p * p  # saves p
     with tg.no_grad():
         data.add_(1.0)  # a write through the other name is seen by the graph's check
     with pytest.raises(RuntimeError, match="modified in place"):
-        (y * p).sum().backward()
+        y.sum().backward()
 
 
 # --- state dict ----------------------------------------------------------------------------------

@@ -79,7 +79,8 @@ CASES = [
     case("mul", lambda a: a * a, (4,)),
     case("mul", seeded_dropout, (3, 4)),
     case("div", lambda a, b: a / b, (2, 3), positive(3)),
-    case("div", lambda b: 2.0 / b, positive(2, 2)),
+    case("reciprocal", lambda b: 2.0 / b, positive(2, 2)),
+    case("reciprocal", lambda b: b.reciprocal(), positive(3)),
     case("div", lambda a, b: a.div(b).true_divide(b), (2, 3), positive(2, 3)),
     # rounded quotients (zero gradient) and remainders; quotients stay away from whole numbers
     case("div_rounded", lambda a, b: tg.div(a, b, rounding_mode="floor"), leaf(NUM), leaf(DEN)),
@@ -107,6 +108,9 @@ CASES = [
     case("gelu", lambda a: tg.gelu(a, approximate="tanh"), (2, 3)),
     case("linear", lambda x, w, b: tg.linear(x, w, b), (2, 3, 4), (5, 4), (5,)),
     case("linear", lambda x, w: tg.linear(x, w), (4,), (3, 4)),
+    # one side frozen: only the other is saved
+    case("linear", lambda x, w: tg.linear(x, w), (2, 3), const([[0.5, -1.0, 2.0]], F64)),
+    case("linear", lambda x, w, b: tg.linear(x, w, b), const([[0.5, -1.0]], F64), (3, 2), (3,)),
     case("sigmoid", lambda a: a.sigmoid(), (2, 3)),
     case("sigmoid", lambda a: tg.silu(a), (2, 3)),
     case("relu", lambda a: a.relu(), apart(2, 3)),

@@ -133,8 +133,8 @@ def test_set_takes_the_sources_data_and_keeps_identity():
     w.grad = tg.ones(3)
     with pytest.raises(RuntimeError, match="set_: a leaf Variable that requires grad"):
         w.set_(tg.zeros(2))
-    x = tg.randn(3)
-    y = w * x  # saves w
+    x = tg.randn(3, requires_grad=True)
+    y = w * x  # saves w (for x's gradient)
     with tg.no_grad():
         assert w.set_(tg.zeros(2, dtype=tg.float64)) is w
     assert w.shape == (2,) and w.dtype == tg.float64 and w.requires_grad and w.is_leaf

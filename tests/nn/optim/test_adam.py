@@ -83,7 +83,7 @@ def test_adamw_step_keeps_float32_everywhere(device):
 def test_the_update_bumps_versions_and_refuses_grad_mode():
     w = nn.Parameter(tg.ones(2))
     w.grad = tg.ones(2)
-    saved = w * 2.0  # mul saves w for its backward
+    saved = w * w  # mul saves w for its backward (w * 2.0 would not, as in PyTorch)
     opt = optim.AdamW([w], lr=0.1)
     opt.step()
     with pytest.raises(RuntimeError, match="modified by an inplace|in place|version"):
