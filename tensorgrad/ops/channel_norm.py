@@ -6,8 +6,11 @@ ops they are built of. batch_norm also updates the caller's running statistics i
 no_grad, as PyTorch's does: an exponential average with `momentum` of the batch mean and of the
 *unbiased* batch variance (normalisation itself uses the biased one).
 """
+import math
+
 from ..autograd import no_grad
 from .operands import require_float
+from .select import where
 
 
 def _channel_shape(x, op):
@@ -116,8 +119,10 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
         norm = (input * input).sum(dim, keepdim=True).clamp(min=eps * eps).sqrt()
     elif p == 0:  # the count of non-zeros: a constant
         norm = (input != 0).sum(dim, keepdim=True).to(input.dtype).clamp(min=eps)
-    elif p > 0:
+    elif p >= 1:
         norm = (input.abs() ** p).sum(dim, keepdim=True).clamp(min=eps ** p) ** (1.0 / p)
-    else:  # a zero entry makes the sum inf and the norm 0, clamped to eps
-        norm = ((input.abs() ** p).sum(dim, keepdim=True) ** (1.0 / p)).clamp(min=eps)
+    else:  # |x|^p has an infinite slope at 0: zeros take their value (0, or inf for p < 0) aside
+        size, zero = input.abs(), input == 0
+        powers = where(zero, 0.0 if p > 0 else math.inf, where(zero, 1.0, size) ** p)
+        norm = (powers.sum(dim, keepdim=True) ** (1.0 / p)).clamp(min=eps)
     return input / norm
