@@ -13,20 +13,14 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(VENV)/.installed-examples: pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e ".[examples]"
-	touch $@
+# one stamp per set of extras: make reinstalls when pyproject.toml changes
+EXTRAS_examples := examples
+EXTRAS_dev := dev,examples
+EXTRAS_parity := dev,examples,parity
+EXTRAS_docs := docs,examples
 
-$(VENV)/.installed-dev: pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e ".[dev,examples]"
-	touch $@
-
-$(VENV)/.installed-parity: pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e ".[dev,examples,parity]"
-	touch $@
-
-$(VENV)/.installed-docs: pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e ".[docs,examples]"
+$(VENV)/.installed-%: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[$(EXTRAS_$*)]"
 	touch $@
 
 demo: $(VENV)/.installed-examples

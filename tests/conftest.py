@@ -28,12 +28,10 @@ import tensorgrad as tg  # noqa: E402 - after the stand-in, so that `cupy` is th
 
 DEVICES = ["cpu", "cuda"]
 PARITY_PACKAGES = ("torch", "transformers", "peft")
-# A test uses a parity package when its function or its module's top level imports one.
-_PACKAGE = r"(torch|transformers|peft)\b"
-_USES_PARITY = re.compile(rf"""importorskip\(\s*["']{_PACKAGE}|^\s*(import|from)\s+{_PACKAGE}""",
-                          re.M)
-_MODULE_LEVEL = re.compile(rf"""^(\w+\s*=\s*)?(pytest\.importorskip\(\s*["']{_PACKAGE}"""
-                           rf"""|(import|from)\s+{_PACKAGE})""", re.M)
+# A test is a parity test when its function, or its module's top level, skips without one of
+# these packages (pytest.importorskip: the suite's one way to need them).
+_PARITY_SKIP = re.compile(r"""importorskip\(\s*["'](torch|transformers|peft)\b""")
+_MODULE_LEVEL = re.compile(r"^(\w+\s*=\s*)?pytest\." + _PARITY_SKIP.pattern, re.M)
 
 
 def _installed(name):
@@ -77,22 +75,28 @@ def _seed():
 _module_sources = {}
 
 
+def _source(obj):
+    try:
+        return inspect.getsource(obj)
+    except (OSError, TypeError):
+        return ""
+
+
 def _uses_parity(item):
+    """Whether the test, its module's top level or one of its fixtures skips without a parity
+    package."""
     module = getattr(item, "module", None)
     function = getattr(item, "function", None)
     if module is None or function is None:
         return False
     if module.__name__ not in _module_sources:
-        try:
-            _module_sources[module.__name__] = inspect.getsource(module)
-        except (OSError, TypeError):
-            _module_sources[module.__name__] = ""
+        _module_sources[module.__name__] = _source(module)
     if _MODULE_LEVEL.search(_module_sources[module.__name__]):
         return True
-    try:
-        return bool(_USES_PARITY.search(inspect.getsource(function)))
-    except (OSError, TypeError):
-        return False
+    fixtures = getattr(item, "_fixtureinfo", None)
+    functions = [function] + [defs[-1].func for defs in
+                              (fixtures.name2fixturedefs.values() if fixtures else ()) if defs]
+    return any(_PARITY_SKIP.search(_source(f)) for f in functions)
 
 
 def pytest_configure(config):

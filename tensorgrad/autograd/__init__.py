@@ -18,5 +18,5 @@ from .grad_mode import (  # noqa: F401
     current_scope, detect_anomaly, enable_grad, enter_scope, inference_mode, is_grad_enabled,
     is_inference_mode_enabled, no_grad, scope, set_grad_enabled, set_scope, thread_switches,
 )
-from .graph import PRIMITIVES, Node, Primitive, primitive, untracked_view  # noqa: F401
+from .graph import PRIMITIVES, Node, Primitive, guard, primitive, untracked_view  # noqa: F401
 from .function import Function, FunctionCtx  # noqa: F401

@@ -120,6 +120,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 raise RuntimeError(f"{prim.name} has no gradient rule")
             if node.out_version is not None:  # the output is saved: was it changed since?
                 node.check_out()
+            if node.guards is not None:
+                node.check_guards()
             if prim.accumulate is not None and not create_graph and \
                     type(node.parents[0]) is Node:
                 _accumulate(node, grad, grads, summed)

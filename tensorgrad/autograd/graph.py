@@ -147,6 +147,16 @@ def untracked_view(base, array):
     return new_tensor(Tensor, array, base._backend, False, None, base._version)
 
 
+def guard(out, *constants):
+    """`out`, whose backward raises if one of `constants` (an index, a mask, a target: tensors
+    the op read as arrays, which a VJP reads again) is written in place after the op, as
+    PyTorch's saved copy of them does. Without it such a write changes the gradient silently."""
+    node = out._node
+    if node is not None:
+        node.guards = [(t, t._version[0]) for t in constants if isinstance(t, Tensor)]
+    return out
+
+
 def _library_error(name, exc, datas):
     """Re-raise an array library's complaint with the op's name and what it was given."""
     inputs = ", ".join(f"{tuple(d.shape)} {d.dtype}" for d in datas if hasattr(d, "shape"))
@@ -167,12 +177,13 @@ class Node:
     # __slots__: one Node per recorded op, so no per-instance dict (op_overhead fwd).
     __slots__ = ("prim", "parents", "needs_grad", "saved", "versions", "attrs", "scope",
                  "in_shapes", "in_dtypes", "out_data", "out_version", "out_saved_version",
-                 "backend", "extra", "__weakref__")
+                 "backend", "extra", "guards", "__weakref__")
 
     def __init__(self, prim, args, attrs, backend, scope, extra, out_data, out_version):
         self.prim = prim
         self.backend = backend
         self.extra = extra
+        self.guards = None
         self.attrs = attrs
         self.scope = scope
         self.out_data = out_data
@@ -244,7 +255,15 @@ class Node:
             raise RuntimeError(modified_message(self, "the output", self.out_saved_version,
                                                 counter[0]))
 
+    def check_guards(self):
+        """Raise if an index, mask or target that `guard` named was written in place since."""
+        for tensor, version in self.guards:
+            if tensor._version[0] != version:
+                raise RuntimeError(modified_message(self, "an index, mask or target it read",
+                                                    version, tensor._version[0]))
+
     def release(self):
+        self.guards = None
         self.parents = None
         self.saved = None
         self.out_data = None

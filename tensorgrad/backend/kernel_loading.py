@@ -14,6 +14,7 @@ TENSORGRAD_NUMBA=0 turns the kernels off; TENSORGRAD_NUMBA=wait compiles each in
 thread at its first use (what the tests do, so that a test's code path never depends on how fast
 a compilation went). `python -m tensorgrad.warmup` compiles ahead of time.
 """
+import atexit
 import contextlib
 import hashlib
 import os
@@ -27,6 +28,7 @@ _here = threading.local()  # .warming: this thread is the warm-up's, which uses 
 _ready = set()  # dtypes whose kernels are compiled (or cached) in this process
 _started = set()  # dtypes a warm-up thread was started for
 _announced = False
+_exiting = False
 
 
 def mode():
@@ -113,6 +115,8 @@ def _warm_up(dtype):
     except Exception as exc:  # noqa: BLE001 - the kernels then compile at their first call
         with _lock:
             _ready.add(dtype)
+        if _exiting:  # the interpreter is tearing down the modules the step runs on
+            return
         warnings.warn(f"tensorgrad: compiling the CPU kernels in the background failed ({exc!r});"
                       " they compile at their first use instead", RuntimeWarning, stacklevel=1)
 
@@ -145,6 +149,12 @@ def _marker(dtype):
     cache = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(folder, "__pycache__")
     os.makedirs(cache, exist_ok=True)
     return os.path.join(cache, f"tensorgrad-warm-{dtype}-{stamp.hexdigest()[:16]}")
+
+
+@atexit.register
+def _at_exit():
+    global _exiting
+    _exiting = True
 
 
 def _after_fork():

@@ -1,5 +1,5 @@
 """Indexing: x[index], gather, and the scatter-adds that are their gradients (and vice versa)."""
-from ..autograd import primitive
+from ..autograd import guard, primitive
 from ..errors import OpError, OpIndexError
 from ..tensor import Tensor, tensor_method
 from .select import where
@@ -110,6 +110,13 @@ def getitem(x, index):
             raise IndexError(f"{exc} (indexing a tensor of shape {x.shape})") from None
         out._version = x._version
         return out
+    tensors = [item for item in items if isinstance(item, Tensor)]
+    if tensors and x.requires_grad:  # the gradient reads them again
+        return guard(_advanced_getitem(x, index), *tensors)
+    return _advanced_getitem(x, index)
+
+
+def _advanced_getitem(x, index):
     index = array_index(index, x)
     if _is_advanced(index) and any(type(item) is int for item in index):
         # PyTorch applies integers as basic indexing first and the arrays to what is left:
@@ -195,7 +202,7 @@ def _fit(src, index, x, op):
 def gather(x, dim, index):
     """out[i][j] = x[i][index[i][j]] for dim=1 (torch.gather semantics, any number of dims)."""
     dim = _check_along(x, dim, index, "gather")
-    return _gather(x, dim=dim, index=index.data)
+    return guard(_gather(x, dim=dim, index=index.data), index)
 
 
 @tensor_method
@@ -203,7 +210,7 @@ def scatter_add(x, dim, index, src):
     """x plus src added at `index` along dim (repeated indices accumulate)."""
     dim = _check_along(x, dim, index, "scatter_add")
     src = _fit(src, index, x, "scatter_add")
-    return x + _scatter_add(src, dim=dim, index=index.data, shape=x.shape)
+    return guard(x + _scatter_add(src, dim=dim, index=index.data, shape=x.shape), index)
 
 
 @tensor_method

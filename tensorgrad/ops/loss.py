@@ -12,7 +12,7 @@ against (N, 1) makes an (N, N) loss.
 """
 import math
 
-from ..autograd import primitive
+from ..autograd import guard, primitive
 from ..backend.overrides import overridable
 from ..errors import OpError
 from ..tensor import Tensor
@@ -136,6 +136,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                                               "cross_entropy", "logits")
     loss = _cross_entropy(scores, target=flat, weight=weight_data, ignore_index=ignore_index,
                           label_smoothing=float(label_smoothing), reduction=reduction)
+    loss = guard(loss, target, weight)  # the VJP reads both again
     return loss.reshape(target.shape) if reduction == "none" else loss
 
 
@@ -258,7 +259,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     w_t = valid.astype(input.dtype) if weight_data is None else weight_data[safe] * valid
     w_t = Tensor._constant(w_t, xp)
     picked = scores.gather(1, Tensor._constant(safe[:, None], xp)).reshape(-1)  # (M,)
-    loss = -picked * w_t
+    loss = guard(-picked * w_t, target, weight)  # as PyTorch, which saves them
     if reduction == "none":
         return loss.reshape(target.shape)
     return loss.sum() if reduction == "sum" else loss.sum() / w_t.sum()

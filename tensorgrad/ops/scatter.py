@@ -5,7 +5,7 @@ forms, and the data-dependent queries nonzero, argwhere, unique and bincount (no
 Two primitives: `scatter` (write src at index; gradients: g with those positions cleared, and g
 gathered back) and `scatter_prod` (zero-safe). Everything else is gather/scatter_add composites.
 """
-from ..autograd import primitive
+from ..autograd import guard, primitive
 from ..errors import OpError, OpIndexError
 from ..tensor import Tensor, tensor_method
 from .index import _along, _check_along, _fit, _gather, _scatter_add, getitem, scatter_add
@@ -51,7 +51,7 @@ def scatter(x, dim, index, src=None, value=None, reduce=None):
             raise OpError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r}")
         return scatter_reduce(x, dim, index, src, modes[reduce])
     dim = _check_along(x, dim, index, "scatter")
-    return _scatter(x, _fit(src, index, x, "scatter"), dim=dim, index=index.data)
+    return guard(_scatter(x, _fit(src, index, x, "scatter"), dim=dim, index=index.data), index)
 
 
 @primitive("scatter_prod", saves="all", saves_out=True)  # the output too, as PyTorch saves
@@ -95,6 +95,10 @@ def scatter_reduce(x, dim, index, src, reduce, include_self=True):
     """Reduce src into x at `index` along dim: reduce is 'sum', 'prod', 'mean', 'amax' or
     'amin'; include_self=False leaves x's own value out wherever index writes. amax/amin share
     the gradient evenly among the values equal to the result, as in PyTorch."""
+    return guard(_scatter_reduce(x, dim, index, src, reduce, include_self), index)
+
+
+def _scatter_reduce(x, dim, index, src, reduce, include_self):
     dim = _check_along(x, dim, index, "scatter_reduce")
     src, idx = _fit(src, index, x, "scatter_reduce"), index.data
     touched, counts = _touched(x, dim, idx)
@@ -167,7 +171,7 @@ def index_add(x, dim, index, source, alpha=1):
     dim, spread = _index_along(x, dim, index, source, "index_add")
     added = _scatter_add(source if alpha == 1 else source * alpha, dim=dim, index=spread,
                          shape=x.shape)
-    return x + added
+    return guard(x + added, index)
 
 
 @tensor_method
@@ -176,7 +180,7 @@ def index_copy(x, dim, index, source):
     if x.ndim == 0:
         return _zero_dim(index_copy, x, dim, index, source)
     dim, spread = _index_along(x, dim, index, source, "index_copy")
-    return _scatter(x, source.to(x.dtype), dim=dim, index=spread)
+    return guard(_scatter(x, source.to(x.dtype), dim=dim, index=spread), index)
 
 
 @tensor_method
@@ -187,7 +191,7 @@ def index_fill(x, dim, index, value):
     dim, spread = _index_along(x, dim, index, None, "index_fill")
     mask = x._backend.zeros(x.shape, dtype=bool)
     mask[(slice(None),) * dim + (spread.reshape(-1),)] = True
-    return where(constant_like(mask, x), value, x)
+    return guard(where(constant_like(mask, x), value, x), index)
 
 
 @tensor_method

@@ -1,6 +1,6 @@
 """Elementwise selection: maximum, minimum, clamp and where route each gradient to the value
 that was chosen."""
-from ..autograd import primitive
+from ..autograd import guard, primitive
 from ..errors import OpError
 from ..tensor import Tensor, tensor_method
 from .operands import as_operand, binary_operands
@@ -96,5 +96,5 @@ def where(condition, a, b):
     if condition._backend is not a._backend:
         raise RuntimeError(f"where: condition is on {condition.device} but the values are on "
                            f"{a.device}")
-    return _where(a, b, condition=condition)
+    return guard(_where(a, b, condition=condition), condition)
 

@@ -22,7 +22,14 @@ __all__ = ["checkpoint", "checkpoint_sequential"]
 
 def _rng_states():
     """A copy of every device's global random stream, to replay it."""
-    return {device: copy.deepcopy(b.rng) for device, b in _backends._backends.items()}
+    states = {}
+    for device, backend in _backends._backends.items():
+        try:
+            states[device] = copy.deepcopy(backend.rng)
+        except TypeError as exc:  # a generator that cannot be copied
+            raise RuntimeError(f"checkpoint: cannot copy the random stream of {device} ({exc}) "
+                               "to replay it; pass preserve_rng_state=False") from None
+    return states
 
 
 class _Recomputation:

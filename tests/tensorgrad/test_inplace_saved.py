@@ -251,6 +251,69 @@ def test_a_write_after_an_in_place_op_in_the_graph_as_pytorch(update, mode):
     assert ours == (theirs if theirs == "raises" else pytest.approx(theirs))
 
 
+# Writes into what an op reads as an array (an index, a mask, a target) rather than records:
+# (op on x, returning (out, that tensor)), then the write.
+def index(T):
+    return T.tensor([[0, 2], [1, 1]])
+
+
+def mask(T):
+    return T.tensor([[True, False, True], [False, True, True]])
+
+
+def zeros(T):
+    return T.zeros(2, 3, dtype=T.float64)
+
+
+CONSTANT_WRITES = {
+    "gather": lambda T, x: (x.gather(1, index(T)),),
+    "take_along_dim": lambda T, x: (T.take_along_dim(x, index(T), 1),),
+    "index_select": lambda T, x: (x.index_select(1, T.tensor([0, 2])),),
+    "getitem": lambda T, x: (x[:, T.tensor([0, 2])],),
+    "embedding": lambda T, x: (T.nn.functional.embedding(T.tensor([0, 1, 1]), x),),
+    "where": lambda T, x: (T.where(mask(T), x, 0.0),),
+    "masked_fill": lambda T, x: (x.masked_fill(mask(T), 0.0),),
+    "cross_entropy": lambda T, x: (T.nn.functional.cross_entropy(x, T.tensor([0, 2])),),
+    "nll_loss": lambda T, x: (T.nn.functional.nll_loss(x, T.tensor([0, 2])),),
+    "scatter": lambda T, x: (zeros(T).scatter(1, T.tensor([[0, 2], [1, 0]]), x[:, :2]),),
+    "scatter_add": lambda T, x: (zeros(T).scatter_add(1, index(T), x[:, :2]),),
+    "scatter_reduce": lambda T, x: (zeros(T).scatter_reduce(1, index(T), x[:, :2], "amax"),),
+    "index_add": lambda T, x: (zeros(T).index_add(1, T.tensor([0, 2]), x[:, :2]),),
+    "index_copy": lambda T, x: (zeros(T).index_copy(1, T.tensor([0, 2]), x[:, :2]),),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONSTANT_WRITES))
+def test_a_write_into_an_index_mask_or_target_as_pytorch(name):
+    def program(T):
+        x = T.tensor(np.arange(6.0).reshape(2, 3), dtype=T.float64, requires_grad=True)
+        made = []
+        real_tensor = T.tensor
+
+        def tensor(*args, **kwargs):  # remember the constants the case makes
+            made.append(real_tensor(*args, **kwargs))
+            return made[-1]
+        T.tensor = tensor
+        try:
+            out, = CONSTANT_WRITES[name](T, x)
+        finally:
+            T.tensor = real_tensor
+        with T.no_grad():
+            for constant in made:
+                constant.fill_(True if constant.dtype == T.bool else 1)
+        try:
+            (out * real_tensor(np.cos(np.arange(out.numel())).reshape(tuple(out.shape)))
+             ).sum().backward()
+        except RuntimeError:
+            return "raises"
+        return np.asarray(x.grad.detach()).ravel().tolist()
+    theirs, ours = program(torch), program(tg)
+    if name == "take_along_dim":  # PyTorch gathers with a copy of the index it does not check
+        assert ours == "raises" and theirs != "raises"
+        return
+    assert ours == (theirs if theirs == "raises" else pytest.approx(theirs))
+
+
 # micrograd's engine tests (karpathy/micrograd, test/test_engine.py), with its in-place `+=`
 # kept: on tensors these are in-place writes into tensors the graph holds, which PyTorch runs.
 def micrograd_sanity(T):
