@@ -37,6 +37,7 @@ linalg = _importlib.import_module(".linalg", __name__)
 from .compiler import compile  # noqa: F401,E402,A001  (accepted; tensorgrad runs eagerly)
 from . import backends, cuda, distributed  # noqa: F401,E402  (cupy, mpi4py: only when used)
 from . import amp  # noqa: F401,E402  (mixed precision: autocast, GradScaler)
+from .amp import autocast  # noqa: F401,E402  (torch.autocast is torch.amp.autocast)
 from . import utils  # noqa: F401,E402  (last: utils.data uses the names bound above)
 
 # torch.numel(x), torch.is_floating_point(x), torch.is_complex(x): the methods, as functions

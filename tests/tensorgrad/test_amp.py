@@ -196,3 +196,13 @@ def test_float16_training_follows_float32s_curve(device):
     full, half = training_curve(device, False), training_curve(device, True)
     assert half[-5:].mean() < 0.8 * half[:5].mean()  # it learns
     np.testing.assert_allclose(half, full, rtol=5e-3)
+
+
+def test_torch_autocast_is_amp_autocast():
+    """torch.autocast(device_type, ...) is torch.amp.autocast, as user code writes it."""
+    assert tg.autocast is autocast
+    a, b = tg.randn(4, 8), tg.randn(8, 3)
+    with tg.autocast("cpu", dtype=tg.float16):
+        assert (a @ b).dtype == tg.float16
+    assert (a @ b).dtype == tg.float32
+
