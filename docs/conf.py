@@ -46,6 +46,11 @@ sphinx_gallery_conf = {
 
 html_theme = "alabaster"
 html_static_path = []
+# the tutorials write their graph explorers (tg.viz.explore) here; they are served from the
+# site's root, beside the pages that embed them
+EXPLORERS = ROOT / "docs" / "generated" / "explore"
+EXPLORERS.mkdir(parents=True, exist_ok=True)
+html_extra_path = [str(EXPLORERS)]
 html_theme_options = {"description": "autograd to RLHF, small enough to read",
                       "fixed_sidebar": True}
 html_show_sourcelink = False

@@ -48,6 +48,16 @@ show(tg.viz.draw(L, {"a": a, "b": b, "c": c, "f": f}, show_values=True, show_gra
                  rankdir="LR"), "L = (a * b + c) * f")
 
 # %%
+# The same graph in the explorer (``tg.viz.explore``): hover a node for its values, toggle the
+# backward view to see each gradient, or search by op name. One HTML file, nothing to serve.
+tg.viz.explore(L, {"a": a, "b": b, "c": c, "f": f}, path="../generated/explore/autograd.html")
+
+# %%
+# .. raw:: html
+#
+#    <iframe src="../../autograd.html" width="100%" height="420"></iframe>
+
+# %%
 # The chain rule, by hand
 # -----------------------
 # ``backward()`` visits the nodes from ``L`` back to the leaves. At each it multiplies the

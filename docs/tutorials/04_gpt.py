@@ -94,6 +94,17 @@ plt.tight_layout()
 plt.show()
 
 # %%
+# The trained model's graph for one batch, in the explorer: open a block (``blocks.0``), hover
+# an op for its shapes and value statistics, and switch to the backward view.
+x, y = batch(split, len(data), size=2)
+tg.viz.explore(model(x, targets=y)[1], model, path="../generated/explore/gpt_mini.html")
+
+# %%
+# .. raw:: html
+#
+#    <iframe src="../../gpt_mini.html" width="100%" height="520"></iframe>
+
+# %%
 # The residual stream
 # -------------------
 # Each block reads the stream, computes attention and a feed-forward layer, and *adds* their
