@@ -23,6 +23,8 @@ import threading
 import time
 import warnings
 
+import numpy
+
 _lock = threading.Lock()
 _here = threading.local()  # .warming: this thread is the warm-up's, which uses kernels at once
 _ready = set()  # dtypes whose kernels are compiled (or cached) in this process
@@ -57,8 +59,13 @@ def load():
 def ready(arrays):
     """Whether the kernels for these arrays' dtype may run now. On a cold cache the first ask
     starts the warm-up in the background and answers False until it has finished."""
-    dtype = next((a.dtype for a in arrays if a is not None), None)
-    if dtype is None or dtype in _ready or getattr(_here, "warming", False):
+    for a in arrays:  # every op with kernels asks: the answer is a set lookup once warm
+        if a is not None:
+            dtype = a.dtype
+            break
+    else:
+        return True
+    if dtype in _ready or getattr(_here, "warming", False):
         return True
     with _lock:
         if dtype in _ready:
@@ -79,7 +86,7 @@ def warm_up(dtype):
     """Compile (or load from the disk cache) the kernels a training step uses for `dtype`, in
     this thread, and mark them ready. Returns the seconds it took."""
     from .. import warmup  # the step it runs is written in tensorgrad's ops, a layer above
-    dtype = _numpy_dtype(dtype)
+    dtype = numpy.dtype(dtype)
     start = time.perf_counter()
     with warming(True):
         warmup.step(dtype)
@@ -119,11 +126,6 @@ def _warm_up(dtype):
             return
         warnings.warn(f"tensorgrad: compiling the CPU kernels in the background failed ({exc!r});"
                       " they compile at their first use instead", RuntimeWarning, stacklevel=1)
-
-
-def _numpy_dtype(dtype):
-    import numpy
-    return numpy.dtype(dtype)
 
 
 def _announce(dtype):

@@ -73,8 +73,8 @@ class MpiGroup:
                     f"{what}: timed out after {timeout:g} s on rank {self.rank} of {self.size}, "
                     "waiting for the other ranks (did one fail, or call the collectives in a "
                     "different order?); the job cannot continue")
-            # Polling backs off to 1 ms so that a long wait does not take a core from the
-            # ranks being waited for (this machine's ranks share two cores).
+            # Polling backs off so that a long wait does not take a core from the ranks being
+            # waited for, which may share this machine's cores.
             time.sleep(pause)
             pause = min(2 * pause, 1e-3)
 
