@@ -28,16 +28,12 @@ from tensorgrad.models import GPT, GPTConfig
 from tensorgrad.models.rlhf.icl import (
     ALPHABET, FunctionFamily, PairTokenizer, few_shot_accuracy, training_batch,
 )
+from common import HelpFormatter
 
 SHOTS = (0, 1, 2, 4, 8)
 
 
 # --- configuration ------------------------------------------------------------------------------
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--quick", action="store_true", help="a shorter pre-training")

@@ -23,16 +23,12 @@ from tensorgrad import nn
 from tensorgrad.models import GPT, CharTokenizer, GPTConfig
 from tensorgrad.models.data import python_stdlib_corpus, random_windows
 from tensorgrad.nn.attention_patterns import BigBird, LinearAttention, SlidingWindow, Strided
+from common import HelpFormatter
 
 DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
 
 
 # --- configuration ------------------------------------------------------------------------------
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--context", type=int, default=1024, help="characters per window")

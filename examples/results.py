@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from common import HelpFormatter
 
 EXAMPLES = os.path.dirname(os.path.abspath(__file__))
 # name -> (what is measured, the figure's regex on the run's output: the last match counts)
@@ -24,11 +25,6 @@ ROWS = {
     "train_cnn_digits": ("CNN, test accuracy", r"test acc ([\d.]+)"),
     "train_vit_digits": ("ViT, test accuracy", r"test acc ([\d.]+)"),
 }
-
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
 
 
 def parse_args(argv=None):

@@ -41,14 +41,10 @@ from tensorgrad.models.rlhf import (
     kl_to_reference, pair_batches, preference_accuracy, sample, sample_tasks, sft_loss,
     synthetic_pairs,
 )
+from common import HelpFormatter
 
 
 # --- configuration ------------------------------------------------------------------------------
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--quick", action="store_true", help="every stage, a few times shorter")

@@ -17,15 +17,11 @@ import tensorgrad as tg
 from tensorgrad import nn
 from tensorgrad.nn import optim
 from tensorgrad.nn.optim import lr_scheduler
+from common import HelpFormatter
 
 tg.backend.tune_process()  # opt-in: malloc and thread settings for speed (backend/process.py)
 
 # --- configuration -------------------------------------------------------------------------------
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
-
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
 parser.add_argument("--epochs", type=int, default=12, help="passes over the training set")

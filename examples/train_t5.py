@@ -33,14 +33,10 @@ from tensorgrad import nn  # noqa: E402
 from tensorgrad.models import T5Config, T5ForConditionalGeneration  # noqa: E402
 from tensorgrad.models.data import python_stdlib_corpus  # noqa: E402
 from tensorgrad.models.span_corruption import SpanCorruption  # noqa: E402
+from common import HelpFormatter  # noqa: E402  (what every example shares)
 
 
 # --- configuration ------------------------------------------------------------------------------
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--d-model", type=int, default=64, help="model width")

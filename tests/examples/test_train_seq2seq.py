@@ -11,6 +11,7 @@ EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def _load(name, monkeypatch):
+    monkeypatch.syspath_prepend(str(EXAMPLES))  # the examples import common
     spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -2,6 +2,7 @@
 two cores): the curves go the way the examples promise."""
 import importlib.util
 import pathlib
+import sys
 
 import pytest
 
@@ -9,6 +10,7 @@ EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def _load(name):
+    sys.path.insert(0, str(EXAMPLES))  # the examples import common
     spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
