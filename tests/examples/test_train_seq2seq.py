@@ -1,8 +1,9 @@
 """examples/train_t5.py and examples/train_translation.py run end to end in their --quick form
-(a few steps each: the pipeline, the decoding and the scoring, not the accuracy); BLEU and the
+(T5: its loss falls and it writes its checkpoint and curve); BLEU and the
 number-to-words data are checked on known cases."""
 import importlib.util
 import pathlib
+import re
 import sys
 
 import pytest
@@ -31,12 +32,15 @@ def test_translation_data_and_bleu(monkeypatch):
     assert tr.corpus_bleu([short], [ref]) == pytest.approx(2.718281828 ** (1 - 7 / 5))
 
 
-@pytest.mark.slow
-def test_train_t5_quick_runs(monkeypatch, capsys):
-    scores = _load("train_t5", monkeypatch).main(["--quick"])
+def test_train_t5_quick_learns_and_writes(monkeypatch, tmp_path, capsys):
+    scores = _load("train_t5", monkeypatch).main(["--quick", "--out", str(tmp_path)])
     assert set(scores) == {"reverse", "sort", "add"}
     out = capsys.readouterr().out
-    assert "<extra_id_0>" in out and "held-out exact match" in out
+    assert "<extra_id_0>" in out and "held-out exact match" in out and "--quick:" in out
+    first, last = re.search(r"tasks: 300 steps .* loss ([\d.]+) -> ([\d.]+)", out).groups()
+    assert float(last) < float(first) / 2, out
+    assert (tmp_path / "model" / "config.json").exists()
+    assert (tmp_path / "loss.png").exists() or "matplotlib is not installed" in out
 
 
 @pytest.mark.slow
