@@ -24,6 +24,7 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 from . import viz  # noqa: F401  (graph pictures; graphviz is imported only when drawing)
 from .ops import *  # noqa: F401,F403
 from .ops import abs, all, any, max, min, pow, round, sum  # noqa: F401  (shadow builtins on purpose)
+from . import inplace  # noqa: F401  (Tensor's in-place methods: add_, +=, copy_ ...)
 from .serialization import CheckpointError, load, save  # noqa: F401  (safetensors, no pickle)
 from .size import Size  # noqa: F401
 from .tensor import Tensor, device  # noqa: F401

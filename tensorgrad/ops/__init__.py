@@ -85,8 +85,3 @@ from .unary import (  # noqa: F401
     ceil, cos, cosh, erf, erfinv, exp, exp2, expm1, floor, frac, log, log1p, log2, log10, round,
     rsqrt, sign, sin, sinc, sinh, sqrt, tan, tanh, trunc,
 )
-
-from .. import tensor as _tensor  # noqa: E402
-import sys as _sys  # noqa: E402
-
-_tensor._ops = _sys.modules[__name__]  # the operators (+, @, [] ...) call ops through it

@@ -3,7 +3,7 @@ from ..autograd import is_grad_enabled, primitive
 from ..backend.overrides import overridable
 from ..autograd.grad_mode import this_thread
 from ..errors import OpError
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor, from_array, tensor_method, tensor_reflected
 from .operands import binary_operands
 
 
@@ -55,6 +55,10 @@ def matmul(a, b):
         raise RuntimeError(f"matmul: inner dimensions differ: {a.shape} @ {b.shape} "
                            f"({k_a} != {k_b})")
     return _matmul(a, b)
+
+
+tensor_method(matmul, "__matmul__")
+tensor_reflected(matmul, "matmul")
 
 
 def _same_dtype(op, a, b):
@@ -114,7 +118,7 @@ def _linear_vjp(ctx, g):
         gw = xp.matmul(g2.T, x.data.reshape(-1, x.shape[-1]))  # (out, N) @ (N, in)
     if ctx.needs_grad[2]:
         gb = _column_sums(xp, g2)
-    return tuple(None if a is None else Tensor._constant(a, xp) for a in (gx, gw, gb))
+    return tuple(None if a is None else from_array(a, xp) for a in (gx, gw, gb))
 
 
 def linear(input, weight, bias=None):
