@@ -6,7 +6,7 @@ import math
 from .. import backend as _backends
 from ..creation import zeros
 from ..errors import OpError
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor, from_array, tensor_method
 from .index import _index_add, getitem
 from .operands import constant_like, normalize_dim, result_dtype
 from .shape import _sizes, cat, flip, movedim, pad, reshape, stack, transpose
@@ -144,7 +144,7 @@ def _triangle_indices(row, col, offset, device, lower):
     keep = backend.tri(row, col, offset, dtype=bool) if lower else \
         ~backend.tri(row, col, offset - 1, dtype=bool)
     out = backend.stack(backend.nonzero(keep)).astype("int64")  # row-major order, as PyTorch
-    return Tensor._constant(out.reshape(2, -1), backend)
+    return from_array(out.reshape(2, -1), backend)
 
 
 def tril_indices(row, col, offset=0, dtype=None, device=None):

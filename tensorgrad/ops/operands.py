@@ -5,7 +5,7 @@ does neither, and float32 must survive a whole training step, so binary ops pass
 """
 from .. import backend as _backends
 from ..creation import tensor
-from ..tensor import Tensor
+from ..tensor import Tensor, from_array
 
 _SCALARS = (bool, int, float)
 
@@ -50,14 +50,14 @@ def _scalar_constant(value, like):
         if len(_constants) > 1024:
             _constants.clear()
         dtype = scalar_dtype(value, like_dtype)
-        constant = Tensor._constant(backend.asarray(value, dtype=dtype), backend)
+        constant = from_array(backend.asarray(value, dtype=dtype), backend)
         _constants[key] = constant
     return constant
 
 
 def constant_like(array, like):
     """An array as a tensor outside the graph, on `like`'s backend (indices, masks, fills)."""
-    return Tensor._constant(array, like._backend)
+    return from_array(array, like._backend)
 
 
 def result_dtype(da, db):
