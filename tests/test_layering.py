@@ -311,7 +311,7 @@ def test_the_engine_imports_at_the_top_and_patches_no_module():
         module = importlib.import_module(name)
         tree = ast.parse(path.read_text(), filename=str(path))
         for line, what in _top_level_faults(
-                tree, lambda n: inspect.ismodule(getattr(module, n, None))):
+                tree, lambda n, m=module: inspect.ismodule(getattr(m, n, None))):
             offenders.append(f"{path.relative_to(ROOT)}:{line} {what}")
     assert not offenders, "\n".join(offenders)
 
