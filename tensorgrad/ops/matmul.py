@@ -69,13 +69,14 @@ def _same_dtype(op, a, b):
     # layer is an error there, so it is here (promoting would silently run the model in float64).
     # Inside autocast the product's primitive casts both operands (tensorgrad.amp).
     policy = this_thread.switches.autocast
-    if a.dtype != b.dtype and not (policy is not None and policy.covers(a)):
+    if a.data.dtype != b.data.dtype and not (policy is not None and policy.covers(a)):
         raise RuntimeError(f"{op}: expected both operands to have the same dtype, got {a.dtype} "
                            f"and {b.dtype} (shapes {a.shape} and {b.shape}); convert one with "
                            ".to(dtype)")
 
 
 # --- mm, bmm, mv: matmul for exactly the ranks PyTorch's accept -----------------------------
+# Checked here, they go to the primitive itself: matmul's looser checks would only repeat these.
 def _require(op, cond, message, *tensors):
     if not cond:
         shapes = " and ".join(str(t.shape) for t in tensors)
@@ -86,7 +87,7 @@ def _check_product(op, a, b, ranks, same_dtype=True):
     for t in (a, b):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: expected Tensors, got {type(t).__name__}")
-    _require(op, (a.ndim, b.ndim) == ranks,
+    _require(op, (a.data.ndim, b.data.ndim) == ranks,
              f"expected a {ranks[0]}-D and a {ranks[1]}-D tensor", a, b)
     if same_dtype:
         _same_dtype(op, a, b)
@@ -96,8 +97,8 @@ def _check_product(op, a, b, ranks, same_dtype=True):
 def mm(input, mat2):
     """(n, m) @ (m, p) -> (n, p); no broadcasting, no 1-D operands."""
     _check_product("mm", input, mat2, (2, 2))
-    _require("mm", input.shape[1] == mat2.shape[0], "inner sizes differ", input, mat2)
-    return matmul(input, mat2)
+    _require("mm", input.data.shape[1] == mat2.data.shape[0], "inner sizes differ", input, mat2)
+    return _matmul(*binary_operands(input, mat2))
 
 
 @tensor_method
@@ -106,15 +107,15 @@ def bmm(input, mat2):
     _check_product("bmm", input, mat2, (3, 3))
     _require("bmm", input.shape[0] == mat2.shape[0] and input.shape[2] == mat2.shape[1],
              "expected batch2 of shape (b, m, p) for batch1 of shape (b, n, m)", input, mat2)
-    return matmul(input, mat2)
+    return _matmul(*binary_operands(input, mat2))
 
 
 @tensor_method
 def mv(input, vec):
     """(n, m) @ (m,) -> (n,)."""
     _check_product("mv", input, vec, (2, 1))
-    _require("mv", input.shape[1] == vec.shape[0], "sizes differ", input, vec)
-    return matmul(input, vec)
+    _require("mv", input.data.shape[1] == vec.data.shape[0], "sizes differ", input, vec)
+    return _matmul(*binary_operands(input, vec))
 
 
 # --- linear: x @ W.T + b as one primitive -------------------------------------------------------

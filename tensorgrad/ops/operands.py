@@ -55,11 +55,6 @@ def _scalar_constant(value, like):
     return constant
 
 
-def constant_like(array, like):
-    """An array as a tensor outside the graph, on `like`'s backend (indices, masks, fills)."""
-    return from_array(array, like._backend)
-
-
 def result_dtype(da, db):
     """PyTorch's promotion of two dtypes: floats beat integers and bools, wider beats narrower."""
     if da == db:
@@ -81,9 +76,12 @@ def promote(a, b):
 
 def binary_operands(a, b):
     """Both operands of a binary op as Tensors of one dtype (scalars follow the tensor)."""
-    # A tensor and a Python scalar first, with one type test: the commonest pair (op_overhead)
+    # A tensor and a Python scalar first, on either side, with one type test: the commonest
+    # pairs (op_overhead; `1 - p`, `2 * x`)
     if type(b) in _PYTHON_SCALARS and isinstance(a, Tensor):
         b = _scalar_constant(b, a)
+    elif type(a) in _PYTHON_SCALARS and isinstance(b, Tensor):
+        a = _scalar_constant(a, b)
     elif not isinstance(a, Tensor):
         if not isinstance(b, Tensor):
             raise TypeError(f"expected at least one Tensor, got {type(a).__name__} and "
