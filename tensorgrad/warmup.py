@@ -67,6 +67,9 @@ def step(dtype):
         # past one tile of queries and keys: the tiled attention loops
         q, k, v = (_weight(dtype, 1, 2, 300, 16) for _ in range(3))
         ops.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+        # one query against a cache's views and against whole arrays: decoding's loop
+        for keys in (k[:, :, :40], k):
+            ops.scaled_dot_product_attention(q[:, :, :1], keys, keys)
 
 
 def main(argv=None):
