@@ -2,21 +2,21 @@
 
 Numba compiles a kernel the first time it is called with new argument types and keeps the
 machine code on disk (`cache=True`). Compiling what one training step uses takes many seconds;
-loading it back takes a fraction of one. So a process does not wait for a compilation:
+even importing Numba and loading that code back from its cache takes about a second. So a
+process never waits for either: the first op that could use a kernel starts a background thread
+which imports Numba and the kernels, then runs a typical step (`tensorgrad.warmup`) for the
+dtype asked, loading each kernel from the cache (warm) or compiling it (cold: a message says so
+once). The ops run their array code meanwhile, the same results to rounding, and the kernels
+take over when the thread is done.
 
-- warm cache (a warm-up has finished for these kernel sources, this Numba and this dtype): the
-  kernels run from the first call, each loaded from disk as it is first called;
-- cold cache: a background thread compiles what a typical step uses (`tensorgrad.warmup`), for
-  the dtype the run asked for, while the ops run their array code, the same results to
-  rounding; the kernels take over when it is done. A message says so once.
-
-TENSORGRAD_NUMBA=0 turns the kernels off; TENSORGRAD_NUMBA=wait compiles each in the calling
-thread at its first use (what the tests do, so that a test's code path never depends on how fast
-a compilation went). `python -m tensorgrad.warmup` compiles ahead of time.
+TENSORGRAD_NUMBA=0 turns the kernels off; TENSORGRAD_NUMBA=wait loads or compiles each in the
+calling thread at its first use (what the tests do, so that a test's code path never depends on
+how fast a compilation went). `python -m tensorgrad.warmup` compiles ahead of time.
 """
 import atexit
 import contextlib
 import hashlib
+import importlib.util
 import os
 import sys
 import threading
@@ -25,18 +25,30 @@ import warnings
 
 import numpy
 
+DTYPES = ("float32", "float64")  # the dtypes the kernels are written for
 _lock = threading.Lock()
 _here = threading.local()  # .warming: this thread is the warm-up's, which uses kernels at once
 _ready = set()  # dtypes whose kernels are compiled (or cached) in this process
 _started = set()  # dtypes a warm-up thread was started for
+_failed = []  # what went wrong importing the kernels in a warm-up thread, raised by ready()
 _announced = False
 _exiting = False
+_numba = None  # whether Numba is installed, found once without importing it
 
 
 def mode():
     """'off', 'wait' or 'background', from TENSORGRAD_NUMBA."""
     value = os.environ.get("TENSORGRAD_NUMBA", "").strip().lower()
     return {"0": "off", "wait": "wait"}.get(value, "background")
+
+
+def wanted():
+    """Whether kernels may run in this process: Numba is installed (found without importing it,
+    which takes a while) and TENSORGRAD_NUMBA is not 0."""
+    global _numba
+    if _numba is None:
+        _numba = importlib.util.find_spec("numba") is not None
+    return _numba and mode() != "off"
 
 
 def load():
@@ -57,8 +69,9 @@ def load():
 
 
 def ready(arrays):
-    """Whether the kernels for these arrays' dtype may run now. On a cold cache the first ask
-    starts the warm-up in the background and answers False until it has finished."""
+    """Whether the kernels for these arrays' dtype may run now. The first ask for a dtype starts
+    the warm-up in the background (or runs it here with TENSORGRAD_NUMBA=wait) and answers
+    False until it has finished."""
     for a in arrays:  # every op with kernels asks: the answer is a set lookup once warm
         if a is not None:
             dtype = a.dtype
@@ -67,37 +80,45 @@ def ready(arrays):
         return True
     if dtype in _ready or getattr(_here, "warming", False):
         return True
+    if _failed:
+        raise _failed[0]
+    if dtype.name not in DTYPES:
+        return False
     with _lock:
         if dtype in _ready:
             return True
         if dtype in _started:
             return False
-        if mode() == "wait" or os.path.exists(_marker(dtype.name)):
+        if mode() == "wait":
             _ready.add(dtype)
-            return True
+            return load() is not None
         _started.add(dtype)
-        _announce(dtype.name)
         threading.Thread(target=_warm_up, args=(dtype,), name=f"tensorgrad-warmup-{dtype}",
                          daemon=True).start()
     return False
 
 
-def warm_up(dtype):
+def warm_up(dtype, announce=False):
     """Compile (or load from the disk cache) the kernels a training step uses for `dtype`, in
     this thread, and mark them ready. Returns the seconds it took."""
     from .. import warmup  # the step it runs is written in tensorgrad's ops, a layer above
     dtype = numpy.dtype(dtype)
     start = time.perf_counter()
+    marker = _marker(dtype.name)
+    cached = os.path.exists(marker)
+    if announce and not cached:
+        _announce(dtype.name)
     with warming(True):
         warmup.step(dtype)
     with _lock:
         _ready.add(dtype)
     seconds = time.perf_counter() - start
-    try:
-        with open(_marker(dtype.name), "w") as marker:
-            marker.write(f"warmed up in {seconds:.1f} s\n")
-    except OSError:  # a read-only cache: the next run warms up in the background again
-        pass
+    if not cached:
+        try:
+            with open(marker, "w") as out:
+                out.write(f"compiled in {seconds:.1f} s\n")
+        except OSError:  # a read-only cache: the next run says it compiles, and loads instead
+            pass
     return seconds
 
 
@@ -118,7 +139,14 @@ def warming(flag):
 
 def _warm_up(dtype):
     try:
-        warm_up(dtype)
+        kernels = load()
+    except Exception as exc:  # noqa: BLE001 - a broken kernel module: the next ready() raises it
+        _failed.append(exc)
+        return
+    if kernels is None:  # Numba installed but unusable here: load() said why
+        return
+    try:
+        warm_up(dtype, announce=True)
     except Exception as exc:  # noqa: BLE001 - the kernels then compile at their first call
         with _lock:
             _ready.add(dtype)

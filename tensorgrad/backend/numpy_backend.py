@@ -61,7 +61,7 @@ class NumpyBackend:
     name = "numpy"
     device = "cpu"
     xp = numpy
-    _kernels = ...  # loaded on first use: importing Numba costs a noticeable fraction of a second
+    _kernels = ...  # loaded on first use, in the background (backend/kernel_loading.py)
 
     def __init__(self):
         self.rng = numpy.random.default_rng()
@@ -85,10 +85,14 @@ class NumpyBackend:
     def kernels(self, *arrays):
         """Fused kernels for an op on `arrays` (the `kernels` package; None entries are ignored),
         or None: the op runs its array code instead."""
-        if self._kernels is ...:
-            self._kernels = kernel_loading.load()
+        if self._kernels is ... and not kernel_loading.wanted():
+            self._kernels = None  # no Numba, or TENSORGRAD_NUMBA=0: the reference runs
         kernels = self._kernels
-        if kernels is None or not kernels.supports(arrays) or not kernel_loading.ready(arrays):
+        if kernels is None or not kernel_loading.ready(arrays):  # False while they load
+            return None
+        if kernels is ...:
+            kernels = self._kernels = kernel_loading.load()  # the warm-up imported them already
+        if kernels is None or not kernels.supports(arrays):
             return None
         return kernels
 

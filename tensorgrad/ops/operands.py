@@ -5,7 +5,7 @@ does neither, and float32 must survive a whole training step, so binary ops pass
 """
 from .. import backend as _backends
 from ..creation import tensor
-from ..tensor import Tensor
+from ..tensor import Tensor, from_array
 
 _SCALARS = (bool, int, float)
 
@@ -50,14 +50,9 @@ def _scalar_constant(value, like):
         if len(_constants) > 1024:
             _constants.clear()
         dtype = scalar_dtype(value, like_dtype)
-        constant = Tensor._constant(backend.asarray(value, dtype=dtype), backend)
+        constant = from_array(backend.asarray(value, dtype=dtype), backend)
         _constants[key] = constant
     return constant
-
-
-def constant_like(array, like):
-    """An array as a tensor outside the graph, on `like`'s backend (indices, masks, fills)."""
-    return Tensor._constant(array, like._backend)
 
 
 def result_dtype(da, db):
@@ -81,9 +76,12 @@ def promote(a, b):
 
 def binary_operands(a, b):
     """Both operands of a binary op as Tensors of one dtype (scalars follow the tensor)."""
-    # A tensor and a Python scalar first, with one type test: the commonest pair (op_overhead)
+    # A tensor and a Python scalar first, on either side, with one type test: the commonest
+    # pairs (op_overhead; `1 - p`, `2 * x`)
     if type(b) in _PYTHON_SCALARS and isinstance(a, Tensor):
         b = _scalar_constant(b, a)
+    elif type(a) in _PYTHON_SCALARS and isinstance(b, Tensor):
+        a = _scalar_constant(a, b)
     elif not isinstance(a, Tensor):
         if not isinstance(b, Tensor):
             raise TypeError(f"expected at least one Tensor, got {type(a).__name__} and "

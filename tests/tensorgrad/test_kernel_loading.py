@@ -1,10 +1,11 @@
-"""backend/kernel_loading.py: on a cold kernel cache the ops run their array code while a
-background thread builds the kernels, then the kernels take over; on a warm one they run at
-once; TENSORGRAD_NUMBA=wait and =0."""
+"""backend/kernel_loading.py: the ops run their array code while a background thread imports
+Numba and builds the kernels (cold cache, with a message) or loads them (warm cache, silently),
+then the kernels take over; TENSORGRAD_NUMBA=wait and =0; a broken kernel module is an error."""
 import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -46,6 +47,10 @@ def test_a_cold_cache_runs_the_array_code_until_the_background_build_is_done(fre
     release, ran, cache = fresh
     x = np.zeros(4, np.float32)
     assert not kernel_loading.ready([x]) and not kernel_loading.ready([None, x])
+    for _ in range(3000):  # the thread imports Numba, says it compiles, then runs the step
+        if ran:
+            break
+        time.sleep(0.01)
     assert capsys.readouterr().err.count("compiling CPU kernels for float32") == 1
     release.set()
     _wait_for_warm_up()
@@ -58,13 +63,36 @@ def test_a_cold_cache_runs_the_array_code_until_the_background_build_is_done(fre
     _wait_for_warm_up()
 
 
-def test_a_warm_cache_runs_the_kernels_at_once(fresh, monkeypatch, capsys):
+def test_a_warm_cache_loads_the_kernels_in_the_background_too_and_says_nothing(
+        fresh, monkeypatch, capsys):
     release, ran, cache = fresh
     release.set()
     kernel_loading.warm_up("float32")  # what `python -m tensorgrad.warmup` does
     monkeypatch.setattr(kernel_loading, "_ready", set())  # a new process, the same cache
-    assert kernel_loading.ready([np.zeros(3, np.float32)])
-    assert capsys.readouterr().err == "" and len(ran) == 1
+    x = np.zeros(3, np.float32)
+    assert not kernel_loading.ready([x])  # importing Numba alone takes a while: not here
+    _wait_for_warm_up()
+    assert kernel_loading.ready([x])
+    assert capsys.readouterr().err == "" and len(ran) == 2
+
+
+def test_a_broken_kernel_module_is_an_error_at_the_next_op(fresh, monkeypatch):
+    def load():
+        raise SyntaxError("a typo in a kernel")
+
+    monkeypatch.setattr(kernel_loading, "load", load)
+    monkeypatch.setattr(kernel_loading, "_failed", [])
+    x = np.zeros(3, np.float32)
+    assert not kernel_loading.ready([x])
+    _wait_for_warm_up()
+    with pytest.raises(SyntaxError, match="a typo in a kernel"):
+        kernel_loading.ready([x])
+
+
+def test_other_dtypes_start_nothing(fresh):
+    for dtype in (np.float16, np.int64, np.bool_):
+        assert not kernel_loading.ready([np.zeros(3, dtype)])
+    assert not kernel_loading._started
 
 
 def test_wait_mode_builds_in_the_calling_thread(fresh, monkeypatch):

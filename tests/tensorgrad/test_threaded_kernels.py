@@ -15,7 +15,7 @@ from tensorgrad.backend import mkl_blas, threads
 numba = pytest.importorskip("numba", reason="numba is not installed: the CPU backend runs "
                                             "without fused kernels (pip install tensorgrad[fast])")
 from tensorgrad.backend import kernels  # noqa: E402  (needs numba)
-from tensorgrad.backend.kernels import activation, attention, jit, linalg, loss, norm  # noqa: E402,E501
+from tensorgrad.backend.kernels import activation, attention, jit, layer_norm, loss, matmul  # noqa: E402,E501
 from tensorgrad.backend.kernels import optim  # noqa: E402
 from tensorgrad.backend.kernels import whole_attention  # noqa: E402
 
@@ -112,7 +112,7 @@ def test_norm_kernels_split_give_the_same_values(center, dtype, two_threads, mon
             x, mean if center else None, rstd, w, g, (2,), center, True, center)[:2 + center]
 
     split, plain = _both(call, monkeypatch,
-                         [norm._norm_loop, norm._norm_backward_loop])
+                         [layer_norm._norm_loop, layer_norm._norm_backward_loop])
     for a, b in zip(split[:4], plain[:4]):  # y, the statistics and gx: row by row, alike
         _same_to_ulps(a, b)
     for a, b in zip(split[4:], plain[4:]):  # the weight's and bias's sums, added in parts
@@ -146,7 +146,7 @@ def test_linear_kernels_split_give_the_same_values(dtype, two_threads, monkeypat
     bias = rng.standard_normal(31).astype(dtype)
     split, plain = _both(lambda: (kernels.add_to_rows_(out.copy(), bias),
                                   kernels.column_sums(out)), monkeypatch,
-                         [linalg._add_to_rows_loop, linalg._column_sums_loop])
+                         [matmul._add_to_rows_loop, matmul._column_sums_loop])
     for a, b in zip(split, plain):
         _same_to_ulps(a, b)
     np.testing.assert_allclose(split[1], out.sum(0), rtol=1e-5)
