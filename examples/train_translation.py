@@ -29,11 +29,7 @@ import tensorgrad as tg  # noqa: E402
 from tensorgrad import nn  # noqa: E402
 from tensorgrad.models import Seq2SeqTransformer, TransformerConfig  # noqa: E402
 from tensorgrad.nn.masks import padding_mask_from_attention_mask  # noqa: E402
-
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
+from common import HelpFormatter  # noqa: E402  (what every example shares)
 
 
 def parse_args(argv=None):

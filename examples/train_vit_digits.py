@@ -29,6 +29,7 @@ from tensorgrad.models.digits import RandomShift, load_digits
 from tensorgrad.models.swin import SwinConfig, SwinForImageClassification
 from tensorgrad.models.vit import ViTConfig, ViTForImageClassification
 from tensorgrad.nn import optim
+from common import HelpFormatter
 
 # --- configuration -------------------------------------------------------------------------------
 SEED = 0
@@ -41,11 +42,6 @@ WARMUP_STEPS = 100      # about 2.5 epochs; a ViT's attention is unstable at ful
 MAX_SHIFT = 1           # pixels of random translation in each direction
 MODELS = {"vit": (ViTConfig.digits, ViTForImageClassification),
           "swin": (SwinConfig.digits, SwinForImageClassification)}
-
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
 
 
 def parse_args(argv=None):

@@ -3,6 +3,7 @@ start and reports a finite loss for each; the mask picture is written."""
 import importlib.util
 import math
 import pathlib
+import sys
 
 import pytest
 
@@ -10,6 +11,7 @@ EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def _load():
+    sys.path.insert(0, str(EXAMPLES))  # the examples import common
     spec = importlib.util.spec_from_file_location("long_context", EXAMPLES / "long_context.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -295,3 +295,23 @@ def test_without_mkl_on_gnu_openmp_the_kernels_keep_to_one_thread(env):
         print(jit._threads_here())
     """, **env)
     assert out == "1"
+
+
+def test_numba_is_asked_for_openmp_first_unless_the_user_chose():
+    """With the mkl wheel's tbb installed, Numba's own order picked TBB, and the kernels never
+    split; a layer or order the user names is left as it is."""
+    code = """
+        from tensorgrad.backend.kernels import jit
+        import numba
+        jit._on_openmp()
+        print(numba.config.THREADING_LAYER_PRIORITY[0])
+    """
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_THREADING_LAYER")}
+    for chosen, first in ((None, "omp"), ("workqueue tbb omp", "workqueue")):
+        env = dict(clean, PYTHONPATH=ROOT)
+        if chosen:
+            env["NUMBA_THREADING_LAYER_PRIORITY"] = chosen
+        done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split()[-1] == first

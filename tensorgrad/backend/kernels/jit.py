@@ -86,6 +86,10 @@ def _on_openmp():
     if _layer is None:
         try:  # loads the threading layer Numba would pick (NUMBA_THREADING_LAYER, else its order)
             from numba.np.ufunc.parallel import _launch_threads
+            if not {"NUMBA_THREADING_LAYER", "NUMBA_THREADING_LAYER_PRIORITY"} & set(os.environ):
+                # OpenMP before TBB (Numba's own order when the mkl wheel brings tbb): the one
+                # runtime whose pool MKL's products share, so the kernels split (gpt_step)
+                numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
             settings = _openmp_settings()
             _launch_threads()
             # Numba's OpenMP layer, starting, sets this thread's OpenMP thread count to every CPU
