@@ -5,8 +5,8 @@
 
 The same step as the gpt_step workload (benchmarks/workloads/gpt_step.py: GPT-mini, AdamW). Every
 primitive's array-level forward and every VJP rule is timed (a wrapper around each, two clock
-reads a call); a primitive's family is the tensorgrad/ops file it is defined in (linalg: linear
-and matmul; norm; attention; activation; loss; index: embedding and slicing; ...). A VJP is
+reads a call); a primitive's family is the tensorgrad/ops file it is defined in (matmul: linear
+and matmul; layer_norm; attention; activation; loss; index: embedding and slicing; ...). A VJP is
 timed whole, the ops it calls included, under its primitive's family. What a phase spends
 outside them is the Python around the arrays: modules, op wrappers, dispatch, graph recording
 (forward) and the engine's walk (backward). The optimizer phase is AdamW's step (one fused

@@ -36,7 +36,8 @@ TINY = Budget(warmup=1, min_reps=2, max_reps=2, min_time=0.0, max_time=0.5)
 def measure(fn, budget, sync=None):
     """Time `fn()` under `budget`; `sync()` (a GPU synchronise) runs before each clock read.
 
-    Returns {"median", "min", "max", "reps"} in seconds per call.
+    Returns {"median", "q1", "q3", "min", "max", "reps"} in seconds per call (q1, q3: the
+    quartiles).
     """
     for _ in range(budget.warmup):
         fn()
@@ -55,19 +56,22 @@ def measure(fn, budget, sync=None):
             break
         if len(times) >= budget.min_reps and spent >= budget.min_time:
             break
-    return {"median": statistics.median(times), "min": min(times), "max": max(times),
-            "reps": len(times)}
+    q1, _, q3 = statistics.quantiles(times, n=4) if len(times) > 1 else times * 3
+    return {"median": statistics.median(times), "q1": q1, "q3": q3, "min": min(times),
+            "max": max(times), "reps": len(times)}
 
 
 def scale(stats, factor):
     """Timing statistics converted to another unit (e.g. 1e3 / tokens for ms per token)."""
-    return {**stats, **{k: stats[k] * factor for k in ("median", "min", "max")}}
+    return {**stats, **{k: stats[k] * factor for k in ("median", "q1", "q3", "min", "max")
+                        if k in stats}}
 
 
 def rate(stats, work):
-    """Seconds per call -> work per second (GFLOP/s, tokens/s); min and max swap places."""
-    return {**stats, "median": work / stats["median"], "min": work / stats["max"],
-            "max": work / stats["min"]}
+    """Seconds per call -> work per second (GFLOP/s, tokens/s); min and max (q1 and q3) swap
+    places."""
+    swapped = {"median": "median", "min": "max", "max": "min", "q1": "q3", "q3": "q1"}
+    return {**stats, **{k: work / stats[v] for k, v in swapped.items() if v in stats}}
 
 
 def current_rss_mb():

@@ -6,6 +6,9 @@ F.scaled_dot_product_attention (PyTorch's fused kernel), tanh-GELU MLP, final La
 head tied to the token embedding. `generate` decodes greedily, with or without a KV cache:
 one that grows by torch.cat (Hugging Face's DynamicCache) or one preallocated to the final
 length and written in place (Hugging Face's StaticCache, the fast way to write it).
+
+It is also the user's PyTorch code that the generate_user and generate_nocache workloads run
+unchanged on tensorgrad, through tensorgrad.as_torch: keep it to what PyTorch code plainly does.
 """
 import math
 from dataclasses import dataclass

@@ -9,13 +9,9 @@ import argparse
 import math
 
 import tensorgrad as tg
+from common import HelpFormatter
 
 # --- configuration -----------------------------------------------------------------------
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
-
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
 parser.add_argument("--steps", type=int, default=300, help="gradient steps")

@@ -35,11 +35,7 @@ from tensorgrad.models.tokenizer import WordPieceTokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_bert  # noqa: E402  (pre-trains when there is no checkpoint yet)
-
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
+from common import HelpFormatter  # noqa: E402  (what every example shares)
 
 
 def parse_args(argv=None):

@@ -29,17 +29,13 @@ import tensorgrad as tg
 from tensorgrad import nn
 from tensorgrad.models import LoraConfig, get_peft_model
 from tensorgrad.models.data import STDLIB_MODULES, python_stdlib_corpus, random_windows
+from common import HelpFormatter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGETS = {"attention": ["qkv_proj", "out_proj"], "all-linear": "all-linear"}
 
 
 # --- configuration ------------------------------------------------------------------------------
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--base", default=os.path.join("out", "gpt"),
@@ -137,7 +133,7 @@ def run_one(args, method, rank):
     @tg.no_grad()
     def val_loss(ids):
         trained.eval()
-        tg.manual_seed(args.seed - 1)  # the same windows every time
+        tg.manual_seed((args.seed - 1) % 2**32)  # the same windows every time
         losses = [trained(*random_windows(ids, args.batch_size, config.block_size))[1].item()
                   for _ in range(args.eval_batches)]
         trained.train()

@@ -1,10 +1,14 @@
 """The results the README and the docs state, as ranges over seeds: each example runs once per
-seed in its own process, and the table gives the lowest and highest figure with the command.
+seed in its own process, and the table gives, for every figure it reports, the lowest and the
+highest value with the command.
 
-    python examples/results.py          # every row, seeds 0 1 2 (about 5 min of CPU)
-    python examples/results.py --only train_vit_digits --seeds 0 1 2 3 4
     python examples/results.py --quick  # each run in its --quick form: checks the plumbing
+    python examples/results.py --only train_vit_digits --seeds 0 1 2 3 4
+    python examples/results.py          # every row, seeds 0 1 2: slow (about 2 hours of CPU)
 
+Each full run's cost, per seed, on 2 cores: train_digits, train_cnn_digits and
+in_context_learning under a minute; train_translation and rlhf a few minutes; train_vit_digits,
+train_t5 and train_gpt 5-10 minutes; train_bert, which also fine-tunes (finetune_bert), longer.
 A seed changes the weights' initialisation, the augmentation and the order of the batches; the
 digits examples keep their train/test split (450 test images) whatever the seed, except
 train_digits, whose --seed also draws the split. Figures from one machine: the examples are
@@ -17,23 +21,47 @@ import subprocess
 import sys
 import tempfile
 
+from common import HelpFormatter
+
 EXAMPLES = os.path.dirname(os.path.abspath(__file__))
-# name -> (what is measured, the figure's regex on the run's output: the last match counts)
+# example -> [(figure, the regex of its value in the run's output (the last match counts),
+#              unit: "frac" printed as 0.973, "%" printed as 97.3%, or what follows the value)]
 ROWS = {
-    "train_digits": ("MLP, test accuracy", r"reloaded test acc ([\d.]+)"),
-    "train_cnn_digits": ("CNN, test accuracy", r"test acc ([\d.]+)"),
-    "train_vit_digits": ("ViT, test accuracy", r"test acc ([\d.]+)"),
+    "train_digits": [("MLP, test accuracy", r"reloaded test acc ([\d.]+)", "frac")],
+    "train_cnn_digits": [("CNN, test accuracy", r"reloaded test acc ([\d.]+)", "frac")],
+    "train_vit_digits": [("ViT, test accuracy", r"\| vit \| [\d,]+ \| ([\d.]+)%", "%")],
+    "train_gpt": [("GPT-mini, validation loss", r"validation loss ([\d.]+)", " nats/char")],
+    "train_bert": [
+        ("BERT, held-out masked-token accuracy", r"masked-token accuracy ([\d.]+)%", "%"),
+        ("BERT, held-out next-sentence accuracy", r"next-sentence accuracy ([\d.]+)%", "%"),
+        ("BERT fine-tuned (finetune_bert), pre-trained",
+         r"pre-trained: test accuracy ([\d.]+)%", "%"),
+        ("BERT fine-tuned (finetune_bert), random init",
+         r"random init: test accuracy ([\d.]+)%", "%"),
+    ],
+    "train_t5": [("T5, held-out exact match (all tasks)", r"  all +([\d.]+)%", "%")],
+    "train_translation": [
+        ("Transformer, numbers to words, exact match", r"exact match ([\d.]+)%", "%"),
+        ("Transformer, numbers to words, BLEU", r"BLEU ([\d.]+)", " BLEU"),
+    ],
+    "in_context_learning": [
+        (f"ICL, {k}-shot accuracy", rf"^ +{k} +[\d.]+% +([\d.]+)%", "%") for k in (0, 1, 2, 4, 8)
+    ],
+    "rlhf": [
+        ("RLHF, SFT exact", r"^SFT +([\d.]+)%", "%"),
+        ("RLHF, reward model held-out preference accuracy",
+         r"held-out preference accuracy ([\d.]+)% on", "%"),
+        ("RLHF, PPO exact", r"^PPO +([\d.]+)%", "%"),
+        ("RLHF, DPO exact", r"^DPO +([\d.]+)%", "%"),
+    ],
 }
-
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
+# the scripts one run is, in order, when not only examples/<name>.py
+SCRIPTS = {"train_bert": ["train_bert", "finetune_bert"]}  # fine-tunes what it pre-trained
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
-    p.add_argument("--only", nargs="+", choices=sorted(ROWS), default=sorted(ROWS),
+    p.add_argument("--only", nargs="+", choices=sorted(ROWS), default=list(ROWS),
                    help="which examples to run")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
                    help="one run per seed (at least 3 for a stated range)")
@@ -43,17 +71,28 @@ def parse_args(argv=None):
 
 
 def run(name, seed, quick, folder):
-    """The figure one run of examples/<name>.py reports."""
-    command = [sys.executable, os.path.join(EXAMPLES, f"{name}.py"), "--seed", str(seed)]
-    command += ["--quick"] if quick else []
-    command += ["--out", folder] if name != "train_cnn_digits" else []
-    done = subprocess.run(command, capture_output=True, text=True, cwd=folder)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
-    found = re.findall(ROWS[name][1], done.stdout)
-    if not found:
-        raise SystemExit(f"{name}: no figure in its output ({ROWS[name][1]!r})")
-    return float(found[-1])
+    """{figure: value} from one run of examples/<name>.py (and what follows it in SCRIPTS)."""
+    output = ""
+    for script in SCRIPTS.get(name, [name]):
+        line = [sys.executable, os.path.join(EXAMPLES, f"{script}.py"), "--seed", str(seed),
+                "--out", folder] + (["--quick"] if quick else [])
+        done = subprocess.run(line, capture_output=True, text=True, cwd=folder)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(line)} failed:\n{done.stderr[-2000:]}")
+        output += done.stdout
+    figures = {}
+    for figure, pattern, unit in ROWS[name]:
+        found = re.findall(pattern, output, flags=re.MULTILINE)
+        if not found:
+            raise SystemExit(f"{name}: no {figure!r} in its output ({pattern!r})")
+        figures[figure] = float(found[-1]) * (100 if unit == "frac" else 1)
+    return figures
+
+
+def shown(value, unit):
+    if unit in ("frac", "%"):
+        return f"{value:.2f}%"
+    return f"{value:.3f}{unit}" if "nats" in unit else f"{value:.1f}{unit}"
 
 
 def main(argv=None):
@@ -61,15 +100,19 @@ def main(argv=None):
     print("| example | figure | seeds | range | each run | command |")
     print("|---|---|---|---|---|---|")
     for name in args.only:
-        figures = []
+        runs = []
         with tempfile.TemporaryDirectory() as folder:
             for seed in args.seeds:
-                figures.append(run(name, seed, args.quick, folder))
+                runs.append(run(name, seed, args.quick, folder))
         quick = " --quick" if args.quick else ""
-        print(f"| {name} | {ROWS[name][0]} | {' '.join(map(str, args.seeds))} | "
-              f"{min(figures):.2%} - {max(figures):.2%} | "
-              f"{', '.join(f'{f:.2%}' for f in figures)} | "
-              f"`python examples/{name}.py --seed N{quick}` |", flush=True)
+        scripts = SCRIPTS.get(name, [name])
+        for figure, _, unit in ROWS[name]:
+            values = [r[figure] for r in runs]
+            print(f"| {name} | {figure} | {' '.join(map(str, args.seeds))} | "
+                  f"{shown(min(values), unit)} - {shown(max(values), unit)} | "
+                  f"{', '.join(shown(v, unit) for v in values)} | "
+                  f"`{' && '.join(f'python examples/{s}.py --seed N{quick}' for s in scripts)}` |",
+                  flush=True)
 
 
 if __name__ == "__main__":

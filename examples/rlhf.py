@@ -25,9 +25,13 @@ without it. SFT learns the task and the habit alike; the preferences are what te
 Then one table: greedy accuracy on held-out tasks, KL to the SFT model, wall time.
 
     python examples/rlhf.py             # under 3 minutes on one core
-    python examples/rlhf.py --quick     # every stage shorter: under 2 minutes
+    python examples/rlhf.py --quick     # one layer, every stage far shorter: seconds
+Writes into --out (out/rlhf): ppo.png (score, KL and accuracy per PPO iteration), loss.png
+(each stage's training loss; both need matplotlib) and sft, reward_model, ppo and dpo
+.safetensors (the models' weights).
 """
 import argparse
+import dataclasses
 import os
 import random
 import time
@@ -41,17 +45,14 @@ from tensorgrad.models.rlhf import (
     kl_to_reference, pair_batches, preference_accuracy, sample, sample_tasks, sft_loss,
     synthetic_pairs,
 )
+from common import HelpFormatter, Progress, plot_curves
 
 
 # --- configuration ------------------------------------------------------------------------------
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
-    p.add_argument("--quick", action="store_true", help="every stage, a few times shorter")
+    p.add_argument("--quick", action="store_true",
+                   help="one layer, every stage far shorter: seconds, not minutes")
     p.add_argument("--n-layer", type=int, default=2, help="transformer blocks")
     p.add_argument("--n-embd", type=int, default=64, help="model width (embedding size)")
     p.add_argument("--sign-off", type=float, default=0.5,
@@ -87,8 +88,9 @@ def parse_args(argv=None):
                    help="folder for everything it writes")
     args = p.parse_args(argv)
     if args.quick:
-        args.sft_steps, args.rm_steps, args.ppo_iters, args.dpo_steps = 700, 500, 10, 60
-        args.eval_tasks, args.rm_tasks, args.rm_corrupted = 150, 400, 3000
+        vars(args).update(n_layer=1, batch_size=32, sft_steps=300, rm_steps=100, rm_tasks=100,
+                          rm_corrupted=500, ppo_iters=3, rollouts=64, dpo_steps=30,
+                          eval_tasks=100)
     return args
 
 
@@ -105,13 +107,14 @@ def pair_kinds(pairs, task_of):
     return {k: v for k, v in kinds.items() if v}
 
 
-def fit(name, model, lr, steps, batch_loss, report_every, warmup_cosine=False):
-    """AdamW on model for `steps` steps of batch_loss() (a scalar; it draws its own batch), the
-    loss printed every report_every steps. warmup_cosine: 30 warm-up steps, then a cosine decay
+def fit(name, model, lr, steps, batch_loss, warmup_cosine=False):
+    """AdamW on model for `steps` steps of batch_loss() (a scalar; it draws its own batch), under
+    a progress bar; the loss of every step. warmup_cosine: 30 warm-up steps, then a cosine decay
     to a tenth of lr (SFT, which starts from scratch)."""
     optimizer = nn.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     schedule = nn.optim.lr_scheduler.WarmupCosineLR(optimizer, min(30, steps - 1), steps,
                                                     min_lr_ratio=0.1) if warmup_cosine else None
+    losses, progress = [], Progress(0, steps)
     for step in range(steps):
         loss = batch_loss()
         optimizer.zero_grad()
@@ -119,8 +122,11 @@ def fit(name, model, lr, steps, batch_loss, report_every, warmup_cosine=False):
         optimizer.step()
         if schedule is not None:
             schedule.step()
-        if (step + 1) % report_every == 0:
-            print(f"  {name} step {step + 1}: loss {loss.item():.3f}")
+        losses.append(loss.item())
+        progress.update(step + 1, loss=losses[-1])
+    progress.close()
+    print(f"  {name}: loss {losses[0]:.3f} -> {losses[-1]:.3f} in {steps} steps")
+    return losses
 
 
 def evaluate(model, tok, tasks):
@@ -144,7 +150,7 @@ def main(argv=None):
     tok = TaskTokenizer()
     train_tasks = sample_tasks(20_000, seed=args.seed)
     eval_tasks = sample_tasks(args.eval_tasks, seed=args.seed + 1)
-    rm_eval_tasks = sample_tasks(150, seed=args.seed + 2)
+    rm_eval_tasks = sample_tasks(min(150, args.eval_tasks), seed=args.seed + 2)
     config = GPTConfig.mini(vocab_size=tok.vocab_size, block_size=32, n_layer=args.n_layer,
                             n_head=4, n_embd=args.n_embd, d_ff=4 * args.n_embd)
     rows = {}
@@ -155,7 +161,8 @@ def main(argv=None):
           f"{args.sign_off:.0%} of the demonstrations sign off")
     before = evaluate(sft, tok, eval_tasks)
     began = time.perf_counter()
-    fit("sft", sft, 3e-3, args.sft_steps, report_every=100, warmup_cosine=True,
+    curves = {}
+    curves["SFT"] = fit("sft", sft, 3e-3, args.sft_steps, warmup_cosine=True,
         batch_loss=lambda: sft_loss(sft, demonstrations(
             tok, rng.sample(train_tasks, args.batch_size), sign_off=args.sign_off, rng=rng)))
     sft_time = time.perf_counter() - began
@@ -186,7 +193,8 @@ def main(argv=None):
         chosen, rejected = pair_batches(tok, rng.sample(train_pairs, args.batch_size))
         return bradley_terry_loss(reward_model(chosen), reward_model(rejected))
 
-    fit("reward model", reward_model, 1e-3, args.rm_steps, preference_loss, report_every=250)
+    curves["reward model"] = fit("reward model", reward_model, 1e-3, args.rm_steps,
+                                 preference_loss)
     rm_time = time.perf_counter() - began
     rm_accuracy = preference_accuracy(reward_model, tok, held_out_pairs)
     print(f"reward model: {len(train_pairs)} training pairs; held-out preference accuracy "
@@ -195,7 +203,7 @@ def main(argv=None):
     for kind, pairs in by_kind.items():
         print(f"  {kind}: {preference_accuracy(reward_model, tok, pairs):.1%} of {len(pairs)}")
     reward_model.eval().requires_grad_(False)
-    prompts = [t.prompt for t in rng.sample(train_tasks, 1000)]
+    prompts = [t.prompt for t in rng.sample(train_tasks, min(1000, 4 * args.rm_tasks))]
     _, texts = sample(sft, tok, prompts, 8, temperature=1.0, seed=args.seed + 4)
     mean, std = reward_model.normalize_(tok, prompts, texts)
     print(f"  normalised on SFT samples: reward mean {mean:+.3f}, std {std:.3f} -> 0, 1")
@@ -241,7 +249,7 @@ def main(argv=None):
         chosen, rejected = pair_batches(tok, rng.sample(train_pairs, args.batch_size))
         return dpo_batch_loss(dpo, sft, chosen, rejected, beta=args.dpo_beta)[0]
 
-    fit("dpo", dpo, 1e-4, args.dpo_steps, dpo_pairs_loss, report_every=50)
+    curves["DPO"] = fit("dpo", dpo, 1e-4, args.dpo_steps, dpo_pairs_loss)
     dpo_time = time.perf_counter() - began
     rows["DPO"] = (evaluate(dpo, tok, eval_tasks),
                    kl_to_reference(dpo, sft, tok, eval_prompts, 8, seed=args.seed), dpo_time)
@@ -254,7 +262,18 @@ def main(argv=None):
     for name, (stats, kl, seconds) in rows.items():
         print(f"{name:<8}{stats['exact']:>8.1%}{stats['answer_right']:>14.1%}"
               f"{stats['sign_off']:>10.1%}{kl:>11.3f}{seconds:>10.0f}s")
+    if args.quick:
+        print("--quick: one layer and short stages, so SFT gets only some answers right; what "
+              "the rows show is the sign-off unlearned by PPO and by DPO, not the accuracies of "
+              "the default run")
     plot(history, os.path.join(args.out, "ppo.png"))
+    plot_curves(os.path.join(args.out, "loss.png"), "RLHF: each stage's training loss", "step",
+                ("loss", {name: (range(1, len(c) + 1), c) for name, c in curves.items()}))
+    for name, model in [("sft", sft), ("reward_model", reward_model), ("ppo", policy.lm),
+                        ("dpo", dpo)]:
+        nn.save({"model": model.state_dict(), "config": dataclasses.asdict(config)},
+                os.path.join(args.out, f"{name}.safetensors"))
+    print(f"checkpoints: sft, reward_model, ppo, dpo .safetensors in {args.out}")
     return {"before": before, "rm_accuracy": rm_accuracy, "rows": rows, "history": history}
 
 

@@ -19,17 +19,13 @@ import sys
 import tensorgrad as tg
 
 import train_gpt
+from common import HelpFormatter
 
 # A tiny model for when out/gpt holds none: two layers over 64 characters of context, about
 # ten seconds of training.
 QUICK_TRAINING = ["--n-layer", "2", "--n-head", "4", "--n-embd", "64", "--block-size", "64",
                   "--steps", "300", "--warmup", "20", "--eval-every", "100", "--ckpt-every", "300",
                   "--corpus-chars", "500000", "--samples", "0"]
-
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
 
 
 def parse_args(argv=None):

@@ -33,15 +33,10 @@ from tensorgrad.models.data import is_held_out, stdlib_documents
 from tensorgrad.models.tokenizer import WordPieceTokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_gpt import Progress  # noqa: E402  (the same progress bar)
+from common import HelpFormatter, Progress  # noqa: E402  (what every example shares)
 
 
 # --- configuration ------------------------------------------------------------------------------
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--packages", nargs="*", default=None,
@@ -161,9 +156,9 @@ def main(argv=None):
         if done % args.eval_every == 0 or done == args.steps:
             history["val"].append([done, evaluate()])
         progress.update(done, loss=history["train"][-1],
-                        val=("val_acc", history["val"][-1][1]["mlm"] if history["val"] else None),
-                        tokens_per_s=batch["attention_mask"].sum().item()
-                        / (time.perf_counter() - tick))
+                        val_acc=history["val"][-1][1]["mlm"] if history["val"] else None,
+                        **{"tok/s": batch["attention_mask"].sum().item()
+                           / (time.perf_counter() - tick)})
     progress.close()
 
     # --- results ----------------------------------------------------------------------------------

@@ -32,14 +32,10 @@ import tensorgrad.distributed as dist  # starts MPI only at dist.init() (--ddp)
 from tensorgrad import nn
 from tensorgrad.models import GPT, CharTokenizer, GPTConfig, load_tokenizer
 from tensorgrad.models.data import python_stdlib_corpus, random_windows
+from common import HelpFormatter, Progress
 
 
 # --- configuration ------------------------------------------------------------------------------
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     p.add_argument("--data", help="a UTF-8 text file (None: Python standard library source)")
@@ -156,7 +152,7 @@ def main(argv=None):
     @tg.no_grad()
     def val_loss():
         model.eval()
-        tg.manual_seed(args.seed - 1)  # the same validation windows every time
+        tg.manual_seed((args.seed - 1) % 2**32)  # the same validation windows every time
         losses = [model(*random_windows(val_ids, args.batch_size, config.block_size))[1].item()
                   for _ in range(args.eval_batches)]
         model.train()
@@ -186,8 +182,8 @@ def main(argv=None):
         if lead and (done % args.eval_every == 0 or done == args.steps):
             history["val"].append([done, val_loss()])
         progress.update(done, loss=history["train"][-1],
-                        val=("val_loss", history["val"][-1][1] if history["val"] else None),
-                        tokens_per_s=tokens_per_step / (time.perf_counter() - tick))
+                        val_loss=history["val"][-1][1] if history["val"] else None,
+                        **{"tok/s": tokens_per_step / (time.perf_counter() - tick)})
         if lead and (done % args.ckpt_every == 0 or done == args.steps):
             save_checkpoint(ckpt_path, model, optimizer, schedule, done, history)
     progress.close()
@@ -254,40 +250,7 @@ def save_checkpoint(path, model, optimizer, schedule, step, history):
              "config": dataclasses.asdict(model.config)}, path)
 
 
-# --- progress and plots (tqdm and matplotlib when installed) --------------------------------------
-class Progress:
-    """A tqdm bar when tqdm is installed; otherwise a plain line every 5% of the run."""
-
-    def __init__(self, start, total, quiet=False):
-        self.total, self.every, self.quiet = total, max(1, total // 20), quiet
-        self.bar = None
-        try:
-            from tqdm import tqdm
-            self.tqdm = None if quiet else tqdm
-        except ImportError:
-            self.tqdm = None
-
-    def update(self, step, loss, val, tokens_per_s):
-        """val: (label, value or None), a label with one meaning: val_loss or val_acc."""
-        label, value = val
-        stats = {"loss": f"{loss:.3f}", label: "-" if value is None else f"{value:.3f}",
-                 "tok/s": f"{tokens_per_s:,.0f}"}
-        if self.bar is None and self.tqdm is not None:
-            # started after the first step, which may wait for kernels to compile or load:
-            # its time would make the bar's rate and estimate wrong for the whole run
-            self.bar = self.tqdm(total=self.total, initial=step, unit="step", dynamic_ncols=True)
-        if self.bar is not None:
-            self.bar.update(step - self.bar.n)
-            self.bar.set_postfix(stats, refresh=False)
-        elif not self.quiet and (step % self.every == 0 or step == self.total):
-            print(f"step {step}/{self.total} | " + " | ".join(f"{k} {v}" for k, v in stats.items()),
-                  flush=True)
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.close()
-
-
+# --- plots (matplotlib when installed) ---------------------------------------------------------
 def plot_losses(history, path):
     try:
         import matplotlib

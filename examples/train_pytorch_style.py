@@ -19,15 +19,11 @@ import tensorgrad.nn.functional as F
 from tensorgrad import nn
 from tensorgrad.nn import optim
 from tensorgrad.utils.data import DataLoader, Dataset, random_split
+from common import HelpFormatter
 
 tg.backend.tune_process()  # opt-in: malloc and thread settings for speed (backend/process.py)
 
 # --- configuration -------------------------------------------------------------------------------
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
-                    argparse.RawDescriptionHelpFormatter):
-    """--help prints the whole docstring as written, and every option's default."""
-
-
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
 parser.add_argument("--epochs", type=int, default=15, help="passes over the training set")
 parser.add_argument("--seed", type=int, default=0,

@@ -24,6 +24,7 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 from . import viz  # noqa: F401  (graph pictures; graphviz is imported only when drawing)
 from .ops import *  # noqa: F401,F403
 from .ops import abs, all, any, max, min, pow, round, sum  # noqa: F401  (shadow builtins on purpose)
+from . import inplace  # noqa: F401  (Tensor's in-place methods: add_, +=, copy_ ...)
 from .serialization import CheckpointError, load, save  # noqa: F401  (safetensors, no pickle)
 from .size import Size  # noqa: F401
 from .tensor import Tensor, device  # noqa: F401
@@ -32,8 +33,7 @@ from .creation import (  # noqa: F401
     linspace, logspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm,
     tensor, zeros, zeros_like,
 )
-# torch.linalg's norms; imported by path, as `from .ops import *` bound ops.linalg to the name
-linalg = _importlib.import_module(".linalg", __name__)
+from . import linalg  # noqa: F401,E402  (torch.linalg's norms)
 from .compiler import compile  # noqa: F401,E402,A001  (accepted; tensorgrad runs eagerly)
 from . import backends, cuda, distributed  # noqa: F401,E402  (cupy, mpi4py: only when used)
 from . import amp  # noqa: F401,E402  (mixed precision: autocast, GradScaler)

@@ -5,7 +5,7 @@ Random ones draw from that backend's seeded generator (see `tensorgrad.manual_se
 """
 from . import backend as _backends
 from .errors import OpError
-from .tensor import Tensor, tensor_method
+from .tensor import Tensor, from_array, tensor_method
 from .generator import rng_for
 
 
@@ -74,10 +74,20 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         if array.dtype.kind not in "biufc":
             raise TypeError(f"tensor(): cannot make a tensor from {type(data).__name__} "
                             f"holding {array.dtype} values; expected numbers or bools")
-    t = Tensor._constant(array, backend)
+    t = from_array(array, backend)
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _init(self, data, dtype=None, device=None, requires_grad=False):
+    """`Tensor(data, dtype, device, requires_grad)` is `tensor(data, ...)`."""
+    made = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+    self.data, self._backend = made.data, made._backend
+    self.grad, self.requires_grad, self._node, self._version = None, requires_grad, None, [0]
+
+
+tensor_method(_init, "__init__")
 
 
 def _host_value(x):
@@ -99,7 +109,7 @@ def as_tensor(data, dtype=None, device=None):
 def from_numpy(array):
     """A CPU tensor sharing memory with a NumPy array (dtype kept)."""
     backend = _backends.get_backend("cpu")
-    return Tensor._constant(backend.asarray(array), backend)
+    return from_array(backend.asarray(array), backend)
 
 
 def _shape(size):
@@ -114,7 +124,7 @@ def _shape(size):
 def _make(fill, size, dtype, device, requires_grad, default=None):
     backend = _backends.get_backend(device)
     dtype = _backends.as_dtype(dtype) or default or _backends.get_default_dtype()
-    t = Tensor._constant(fill(backend, _shape(size), dtype), backend)
+    t = from_array(fill(backend, _shape(size), dtype), backend)
     return t.requires_grad_(True) if requires_grad else t
 
 
@@ -166,7 +176,7 @@ def randperm(n, dtype=None, device=None, generator=None):
     backend = _backends.get_backend(device)
     keys = backend.random_uniform((n,), _backends.float32, rng_for(generator, backend, "randperm"))
     perm = backend.argsort(keys).astype(_backends.as_dtype(dtype) or _backends.int64)
-    return Tensor._constant(perm, backend)
+    return from_array(perm, backend)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -177,7 +187,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
                else _backends.int64)
     backend = _backends.get_backend(device)
     dtype = _backends.as_dtype(dtype) or default
-    t = Tensor._constant(backend.arange(start, end, step, dtype=dtype), backend)
+    t = from_array(backend.arange(start, end, step, dtype=dtype), backend)
     return t.requires_grad_(True) if requires_grad else t
 
 
@@ -202,7 +212,7 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
         step = (end - start) / (steps - 1) if steps > 1 else 0.0
         values = backend.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
         values = backend.trunc(values).astype(dtype)
-    t = Tensor._constant(values, backend)
+    t = from_array(values, backend)
     return t.requires_grad_(True) if requires_grad else t
 
 

@@ -1,6 +1,6 @@
 """Finite-difference checks of gradients (first and second order), in float64."""
 from .autograd import grad as _grad
-from .tensor import Tensor
+from .tensor import Tensor, from_array
 
 
 class GradcheckError(AssertionError):
@@ -30,7 +30,7 @@ def _dot(outputs, probes):
 
 def _probes(outputs):
     """One random direction per output: a vector-valued fn becomes the scalar <probe, fn>."""
-    return tuple(Tensor._constant(o._backend.random_normal(o.data.shape, o.data.dtype),
+    return tuple(from_array(o._backend.random_normal(o.data.shape, o.data.dtype),
                                   o._backend) for o in outputs)
 
 

@@ -1,30 +1,25 @@
 """Tensor: one backend array plus what autograd needs (requires_grad, grad, the node that made it).
 
-Methods are thin: each forwards to a function in `tensorgrad.ops`, where the primitive and its
-gradient live. The in-place methods (`add_`, `+=`, `set_` ...) and what in place means next to
-autograd are in inplace.py; creation functions (`tensor`, `zeros`, `randn` ...) in creation.py.
+This file imports nothing of the engine or the ops: a method that runs an op is declared beside
+that op with `tensor_method`, so each module above imports Tensor and none imports back:
+- `Tensor(data)` is `tensor(data)`, in creation.py (with the creation functions);
+- operators and op methods (`+`, `@`, `[]`, `x.softmax()`) in their ops/ family, `to()` and
+  `clone()` in ops/convert.py;
+- `backward()` and `sum_to_size()` in autograd/backward.py, hooks in autograd/hooks.py;
+- the in-place methods (`add_`, `+=`, `copy_`, `set_` ...), and what in place means next to
+  autograd, in inplace.py.
 """
 import functools
 
 from . import backend as _backends
 from .device import device
-from .inplace import InPlaceMethods
+from .size import Size as _Size
 
 
-class Tensor(InPlaceMethods):
+class Tensor:
     __slots__ = ("data", "grad", "requires_grad", "_node", "_backend", "_version", "__weakref__")
     # NumPy arrays and scalars on the left of an operator defer to our reflected methods.
     __array_priority__ = 1000
-
-    def __init__(self, data, dtype=None, device=None, requires_grad=False):
-        made = _creation.tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
-        self.data, self._backend = made.data, made._backend
-        self.grad, self.requires_grad, self._node, self._version = None, requires_grad, None, [0]
-
-    @classmethod
-    def _constant(cls, data, backend):
-        """An array as a tensor outside any graph (masks, gradients computed on arrays)."""
-        return new_tensor(cls, data, backend, False, None, None)
 
     # --- attributes ------------------------------------------------------------------------
     @property
@@ -87,15 +82,6 @@ class Tensor(InPlaceMethods):
         if base is data:
             return 0
         return (_address(data) - _address(base)) // data.itemsize
-
-    def sum_to_size(self, *size):
-        """Sum the dims broadcasting would have expanded, down to `size` (which must broadcast
-        to this tensor's shape): `x.sum_to_size(1, 3)` on (2, 3) sums dim 0, keeping it."""
-        size = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
-        if not _autograd._broadcasts_to(size, self.shape):
-            raise RuntimeError(f"sum_to_size: size {list(size)} is not expandable to size "
-                               f"{list(self.shape)}")
-        return _autograd.sum_to(self, size)
 
     @property
     def device(self):
@@ -193,47 +179,15 @@ class Tensor(InPlaceMethods):
             return format(self.item(), spec)
         return object.__format__(self, spec)
 
-    def as_subclass(self, cls):
-        """This tensor as an instance of `cls`, a subclass of Tensor (how Parameter is made):
-        the same memory and version counter and the same place in the graph (a tensor that
-        requires grad is reached through an alias node, as in PyTorch)."""
-        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
-            raise TypeError(f"as_subclass: expected a subclass of tensorgrad.Tensor, got {cls!r}")
-        source = self
-        if self.requires_grad and _autograd.is_grad_enabled():
-            source = _autograd.PRIMITIVES["reshape"](self, shape=self.shape)  # the alias node
-        return new_tensor(cls, source.data, source._backend, source.requires_grad, source._node,
-                          source._version)
-
     def detach(self):
         """The same data, cut from the graph (shares memory and the version counter)."""
-        return new_tensor(Tensor, self.data, self._backend, False, None, self._version)
+        return from_array(self.data, self._backend, False, None, self._version)
 
     def detach_(self):
         """Cut this tensor from the graph in place: it becomes a leaf that requires no grad.
         Unlike PyTorch, a view is not refused (views are not tracked as such here)."""
         self._node, self.requires_grad = None, False
         return self
-
-    def register_hook(self, hook):
-        """`hook(grad)` runs when this tensor's gradient is computed (summed over every path,
-        before it is used) and may return a replacement; returns a handle with `.remove()`.
-        A hook registered before an in-place change sees the gradient of the old value."""
-        return _hooks.register_hook(self, hook)
-
-    def register_post_accumulate_grad_hook(self, hook):
-        """`hook(self)` runs after this leaf's `.grad` has taken a backward's gradient;
-        returns a handle with `.remove()`. Leaves only, as in PyTorch."""
-        return _hooks.register_post_accumulate_grad_hook(self, hook)
-
-    def retain_grad(self):
-        """Keep this non-leaf's gradient in `.grad` at backward (taken after its hooks ran);
-        for a leaf, which keeps it anyway, nothing to do."""
-        _hooks.retain_grad(self)
-
-    @property
-    def retains_grad(self):
-        return _hooks.retains_grad(self)
 
     def requires_grad_(self, requires_grad=True):
         if self._node is not None and not requires_grad:
@@ -243,25 +197,6 @@ class Tensor(InPlaceMethods):
                                f"{self.dtype}")
         self.requires_grad = requires_grad
         return self
-
-    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
-        """`to("cuda")`, `to(float64)`, `to("cpu", float32)`, `to(other)`: a differentiable move
-        or cast; self itself when nothing changes, unless copy=True. non_blocking is accepted
-        for PyTorch code and has no effect (transfers here are synchronous)."""
-        for arg in args:
-            if isinstance(arg, str) and (arg == "cpu" or arg.startswith("cuda")):
-                device = arg
-            elif isinstance(arg, Tensor):
-                device, dtype = arg.device, arg.dtype
-            else:
-                dtype = arg
-        out = self
-        if device is not None and _backends.normalize_device(device) != self.device:
-            out = _ops.to_device(out, _backends.get_backend(device))
-        dtype = _backends.as_dtype(dtype)
-        if dtype is not None and dtype != out.dtype:
-            out = _ops.cast(out, dtype)
-        return _ops.clone(out) if copy and out is self else out
 
     def type(self, dtype=None, non_blocking=False):
         """With no argument, the type's name as PyTorch spells it with `tensorgrad` for `torch`:
@@ -310,88 +245,10 @@ class Tensor(InPlaceMethods):
 
     def contiguous(self):
         """Self when its memory is already row-major, else a row-major copy (differentiable)."""
-        return self if self.data.flags.c_contiguous else _ops.clone(self)
-
-    def clone(self):
-        return _ops.clone(self)
-
-    # --- autograd ----------------------------------------------------------------------------
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Accumulate gradients of this tensor into every leaf's `.grad`.
-
-        A non-scalar output needs `gradient` (same shape). The graph's saved tensors are freed
-        afterwards unless `retain_graph=True`; `create_graph=True` records the backward itself
-        so the gradients can be differentiated again. `inputs` (a Tensor or a sequence): only
-        those tensors' `.grad` are accumulated into, as in torch.
-        """
-        _autograd.backward(self, gradient, retain_graph, create_graph, inputs)
-
-    # --- operators -----------------------------------------------------------------------------
-    # `a + b`, `a - b` and `a * b` are the ops themselves, declared in ops/arithmetic.py with
-    # `tensor_method(add, "__add__")`: no method in between (op_overhead fwd).
-    def __radd__(self, other):
-        return _ops.add(other, self)
-
-    def __rsub__(self, other):
-        return _ops.sub(other, self)
-
-    def __rmul__(self, other):
-        return _ops.mul(other, self)
-
-    def __truediv__(self, other):
-        return _ops.div(self, other)
-
-    def __rtruediv__(self, other):
-        return _ops.div(other, self)
-
-    def __pow__(self, other):
-        return _ops.pow(self, other)
-
-    def __rpow__(self, other):
-        return _ops.pow(other, self)
-
-    def __neg__(self):
-        return _ops.neg(self)
+        return self if self.data.flags.c_contiguous else self.clone()
 
     def __pos__(self):
         return self
-
-    def __abs__(self):
-        return _ops.abs(self)
-
-    def __matmul__(self, other):
-        return _ops.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return _ops.matmul(other, self)
-
-    def __getitem__(self, index):
-        return _ops.getitem(self, index)
-
-    def __eq__(self, other):
-        return _ops.eq(self, other)
-
-    def __ne__(self, other):
-        return _ops.ne(self, other)
-
-    def __lt__(self, other):
-        return _ops.lt(self, other)
-
-    def __le__(self, other):
-        return _ops.le(self, other)
-
-    def __gt__(self, other):
-        return _ops.gt(self, other)
-
-    def __ge__(self, other):
-        return _ops.ge(self, other)
-
-    # & | ^ ~ << >> // % (reflected and augmented too) are declared by their ops with
-    # `tensor_operator`, in ops/bitwise.py and ops/division.py.
-
-    def where(self, condition, other):
-        """`self` where condition holds, else `other` (torch.Tensor.where)."""
-        return _ops.where(condition, self, other)
 
     def __repr__(self):
         body = _backends.array_repr(self._backend.to_host(self.data))
@@ -409,10 +266,12 @@ class Tensor(InPlaceMethods):
         return "tensor(" + ", ".join([body] + extras) + ")"
 
 
-def new_tensor(cls, data, backend, requires_grad, node, version, _new=object.__new__):
-    """The one way the engine makes a Tensor of an array: no validation, no copies. A plain
-    function: the engine calls it for every output, and a classmethod's binding costs a fifth
-    of the call (op_overhead fwd). `Tensor._constant(data, backend)` is its graph-free form."""
+def from_array(data, backend, requires_grad=False, node=None, version=None, cls=Tensor,
+               _new=object.__new__):
+    """The one way the engine makes a Tensor of a backend array: no validation, no copies.
+    With the defaults, an array as a tensor outside any graph (masks, gradients computed on
+    arrays). A plain function, not a classmethod: the engine calls it for every output
+    (op_overhead fwd)."""
     t = _new(cls)
     t.data = data
     t._backend = backend
@@ -442,13 +301,24 @@ def tensor_method(fn, name=None):
     makes `x.softmax(-1)` call that very function, so a method has no second implementation and
     `help(Tensor.softmax)` shows the op's docstring. tests/tensorgrad/test_tensor_methods.py
     checks the methods against torch.Tensor's. An op with a `dim` parameter also takes NumPy's
-    names, as PyTorch's do: `x.sum(axis=1, keepdims=True)`."""
-    if "dim" in getattr(fn.__code__, "co_varnames", ())[:fn.__code__.co_argcount
-                                                      + fn.__code__.co_kwonlyargcount] \
+    names, as PyTorch's do: `x.sum(axis=1, keepdims=True)`. A property is declared the same
+    way, under its name."""
+    code = getattr(fn, "__code__", None)
+    if code is not None and "dim" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount] \
             and not hasattr(fn, "__wrapped__"):
         fn = _numpy_names(fn)
     setattr(Tensor, name or fn.__name__, fn)
     return fn
+
+
+def tensor_reflected(op, dunder):
+    """Declare `op` with its operands swapped as a reflected operator:
+    `tensor_reflected(add, "add")` makes `2 + x` call `add(2, x)`."""
+    def reflected(self, other):
+        return op(other, self)
+
+    reflected.__name__ = f"__r{dunder}__"
+    return tensor_method(reflected)
 
 
 _NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
@@ -472,26 +342,15 @@ def _numpy_names(fn):
 def tensor_operator(op, dunder):
     """Declare a binary op's operators: `tensor_operator(remainder, "mod")` makes `a % b`,
     `2 % a` and `a %= b` call `remainder`, and adds the in-place method `remainder_` (what
-    `%=` runs; see `Tensor._update` for what in place means inside the graph)."""
-    def reflected(self, other):
-        return op(other, self)
-
+    `%=` runs; see `_update` in inplace.py for what in place means inside the graph)."""
     def inplace(self, other):
         return self._update(inplace.__name__, op, other)
 
-    reflected.__name__ = f"__r{dunder}__"
     inplace.__name__ = f"{op.__name__}_"
     inplace.__doc__ = f"In-place `{op.__name__}`; the augmented operator (`__i{dunder}__`) runs it."
     tensor_method(op, f"__{dunder}__")
-    tensor_method(reflected)
+    tensor_reflected(op, dunder)
     tensor_method(inplace)
     tensor_method(inplace, f"__i{dunder}__")
     return op
 
-
-from . import autograd as _autograd  # noqa: E402  (the engine needs Tensor defined first)
-from .autograd import hooks as _hooks  # noqa: E402
-from . import creation as _creation  # noqa: E402  (Tensor(data) is tensor(data))
-from .size import Size as _Size  # noqa: E402
-
-_ops = None  # tensorgrad.ops, bound by tensorgrad/ops/__init__.py once it has loaded (operators)

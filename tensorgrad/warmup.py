@@ -1,16 +1,18 @@
 """Compile the CPU kernels ahead of time: `python -m tensorgrad.warmup [--dtype float64]`.
 
 With Numba installed, the compiled kernels are built the first time a process on this machine
-needs them and kept in Numba's disk cache. On a cold cache a run starts on NumPy's code while a
-background thread builds them (backend/kernel_loading.py); this command builds them now instead,
-so that a benchmark or a demo starts at full speed.
+needs them and kept in Numba's disk cache. A run builds only the families of kernels it uses,
+each in a background thread at the first op that could use it, while the op runs NumPy's code
+(backend/kernel_loading.py); this command builds every family now instead, so that a benchmark
+or a demo starts at full speed.
 
-What it runs is one small Transformer training step written in tensorgrad's ops: the embedding
-and its gradient, linear layers, both norms, both GELUs, ReLU, softmax, attention (the whole-
-matrix path and the tiled one), cross-entropy, and the AdamW and SGD updates, at a size that
-reaches the threaded twins of the kernels when more than one thread is allowed and at a tiny
-one that reaches the plain loops. Its numbers come from `arange`, never from the random
-generator, so a warm-up leaves a run's random stream as it was.
+A family is what one op's compiled overrides share (the name before the dot in
+`backend/overrides.py`: "layer_norm" for "layer_norm" and "layer_norm.vjp"). Its recipe below
+runs that op forward and backward the way a Transformer training step calls it (a (B, T, C)
+activation, heads sliced out of one projection), at a size that reaches the threaded twins of
+the kernels and at decoding's tiny size that reaches the plain loops: each compiled signature a
+run meets is built here. Its numbers come from `arange`, never from the random generator, so a
+warm-up leaves a run's random stream as it was.
 """
 import argparse
 import math
@@ -21,52 +23,91 @@ from . import ops
 from .autograd import enable_grad
 from .creation import arange
 
+SIZES = ((2, 64, 256), (1, 8, 32))  # (B, T, C): 32768 elements (the threaded loops), and tiny
+
 
 def _weight(dtype, *shape, scale=0.1):
     n = math.prod(shape)
     return ((arange(n, dtype=dtype) * 0.731).sin() * scale).reshape(*shape).requires_grad_()
 
 
-def _block(x, params, heads):
-    """One pre-norm Transformer block on x (B, T, C)."""
-    B, T, C = x.shape
-    h = ops.layer_norm(x, (C,), params["ln1_w"], params["ln1_b"])
-    q, k, v = ops.linear(h, params["qkv_w"], params["qkv_b"]).split(C, dim=-1)
-    q, k, v = (t.reshape(B, T, heads, C // heads).transpose(1, 2) for t in (q, k, v))
+def _backward(y):
+    """Backpropagate from y with a dense gradient (not the broadcast one of a bare sum)."""
+    probe = _weight(y.dtype, *y.shape).detach()
+    (y * probe).sum().backward()
+
+
+def _embedding(dtype, B, T, C, vocab=64):
+    ids = arange(B * T).reshape(B, T) % vocab
+    _backward(ops.embedding(ids, _weight(dtype, vocab, C)))
+
+
+def _linear(dtype, B, T, C):
+    x = _weight(dtype, B, T, C)
+    _backward(ops.linear(x, _weight(dtype, 3 * C, C), _weight(dtype, 3 * C)))  # with a bias
+    _backward(ops.linear(x, _weight(dtype, C, C)))
+
+
+def _layer_norm(dtype, B, T, C):
+    _backward(ops.layer_norm(_weight(dtype, B, T, C), (C,), _weight(dtype, C), _weight(dtype, C)))
+
+
+def _rms_norm(dtype, B, T, C):
+    _backward(ops.rms_norm(_weight(dtype, B, T, C), (C,), _weight(dtype, C)))
+
+
+def _gelu(dtype, B, T, C):
+    x = _weight(dtype, B, T, 2 * C)
+    _backward(ops.gelu(x, approximate="tanh"))
+    _backward(ops.gelu(x))
+
+
+def _relu(dtype, B, T, C):
+    _backward(ops.relu(_weight(dtype, B, T, 2 * C)))
+
+
+def _attention(dtype, B, T, C, heads=2):
+    qkv = _weight(dtype, B, T, 3 * C)  # one projection, the heads sliced out of it
+    q, k, v = (t.reshape(B, T, heads, C // heads).transpose(1, 2) for t in qkv.split(C, dim=-1))
     a = ops.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, heads, T, C/heads)
-    x = x + ops.linear(a.transpose(1, 2).reshape(B, T, C), params["proj_w"])
-    h = ops.rms_norm(x, (C,), params["ln2_w"])
-    h = ops.gelu(ops.linear(h, params["fc_w"], params["fc_b"]), approximate="tanh")
-    h = ops.relu(h) + ops.gelu(h)
-    return x + ops.linear(h, params["out_w"])
+    _backward(a.transpose(1, 2).reshape(B, T, C))  # its gradient comes back a transposed view
+    whole = k.contiguous()  # one query against every key, as decoding reads its cache:
+    for keys in (whole[:, :, :T // 2 + 1], whole):  # the cache's views and whole arrays
+        ops.scaled_dot_product_attention(q[:, :, :1], keys, keys)
+    if T > 8:  # past one tile of queries and keys: the tiled loops
+        q, k, v = (_weight(dtype, 1, heads, 300, 16) for _ in range(3))
+        _backward(ops.scaled_dot_product_attention(q, k, v, is_causal=True))
 
 
-def _training_step(dtype, batch, length, width, heads=2, vocab=64):
-    params = {"wte": _weight(dtype, vocab, width), "ln1_w": _weight(dtype, width),
-              "ln1_b": _weight(dtype, width), "qkv_w": _weight(dtype, 3 * width, width),
-              "qkv_b": _weight(dtype, 3 * width), "proj_w": _weight(dtype, width, width),
-              "ln2_w": _weight(dtype, width), "fc_w": _weight(dtype, 2 * width, width),
-              "fc_b": _weight(dtype, 2 * width), "out_w": _weight(dtype, width, 2 * width)}
-    ids = arange(batch * length).reshape(batch, length) % vocab
-    x = ops.embedding(ids, params["wte"])
-    logits = ops.linear(_block(x, params, heads), params["wte"])  # tied, as GPT's
-    loss = ops.cross_entropy(logits.reshape(-1, vocab), ids.reshape(-1))
-    loss = loss + ops.softmax(logits, dim=-1).mean()
-    loss.backward()
-    for p in params.values():
-        ops.adam_step_(p.detach(), p.grad, p.detach() * 0, p.detach() * 0, step=1, lr=1e-3,
-                       weight_decay=0.1, decoupled=True)
-        p.detach().add_(p.grad, alpha=-1e-3)  # SGD's update
+def _cross_entropy(dtype, B, T, C, vocab=256):
+    logits = _weight(dtype, B * T * C // vocab, vocab)  # a language model's rows
+    targets = arange(logits.shape[0]) % vocab
+    ops.cross_entropy(logits, targets).backward()
 
 
-def step(dtype):
-    """Run the warm-up step for `dtype` in this thread (grad mode on whatever the caller's)."""
+def _adam_step(dtype, B, T, C):
+    for shape in ((3 * C, C), (C,)):
+        p = _weight(dtype, *shape).detach()
+        ops.adam_step_(p, p * 0.5, p * 0, p * 0, step=1, lr=1e-3, weight_decay=0.1,
+                       decoupled=True)
+
+
+def _add_scaled(dtype, B, T, C):
+    for shape in ((3 * C, C), (C,)):
+        p = _weight(dtype, *shape).detach()
+        p.add_(p * 0.5, alpha=-1e-3)  # SGD's update
+
+
+RECIPES = {"embedding": _embedding, "linear": _linear, "layer_norm": _layer_norm,
+           "rms_norm": _rms_norm, "gelu": _gelu, "relu": _relu, "attention": _attention,
+           "cross_entropy": _cross_entropy, "adam_step": _adam_step, "add_scaled_": _add_scaled}
+
+
+def run(family, dtype):
+    """Run `family`'s recipe for `dtype` in this thread (grad mode on whatever the caller's)."""
     with enable_grad():
-        _training_step(dtype, batch=2, length=64, width=256)  # threaded twins: 32768 elements
-        _training_step(dtype, batch=1, length=8, width=32)  # the plain loops (decoding's size)
-        # past one tile of queries and keys: the tiled attention loops
-        q, k, v = (_weight(dtype, 1, 2, 300, 16) for _ in range(3))
-        ops.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+        for B, T, C in SIZES:
+            RECIPES[family](dtype, B, T, C)
 
 
 def main(argv=None):

@@ -226,9 +226,9 @@ def test_profile_step_accounts_for_the_step(tmp_path, capsys):
     assert set(per_step) == {"forward", "backward", "optimizer"}
     for phase in ("forward", "backward"):
         families = per_step[phase]["families"]
-        assert {"linalg", "attention", "norm"} <= set(families)
+        assert {"matmul", "attention", "layer_norm"} <= set(families)
         assert sum(families.values()) <= per_step[phase]["total"] * 1.01
-    assert "| ops/linalg.py |" in capsys.readouterr().out
+    assert "| ops/matmul.py |" in capsys.readouterr().out
     assert {name: (p.forward, p.vjp) for name, p in PRIMITIVES.items()} == before
 
 

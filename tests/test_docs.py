@@ -1,9 +1,10 @@
 """Every ```python block in README.md and the docs' pages runs: a page's blocks run in order in
 one namespace (a later block may use what an earlier one made), in a fresh process and working
-folder. A page that needs an optional package says so in a comment, `<!-- requires: mpi4py -->`,
-and skips without it."""
+folder. A page that needs an optional package or program says so in a comment,
+`<!-- requires: mpi4py -->` or `<!-- requires: dot -->`, and skips without it."""
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -14,6 +15,7 @@ PAGES = [ROOT / "README.md"] + sorted(
     p for p in (ROOT / "docs").rglob("*.md") if not {"_build", "generated"} & set(p.parts))
 FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 REQUIRES = re.compile(r"<!-- requires: ([\w, .-]+) -->")
+PROGRAMS = {"dot": "Graphviz's `dot` program (apt-get install graphviz)"}  # not Python packages
 
 
 def run_page(page):
@@ -30,7 +32,11 @@ def test_code_blocks_run(page, tmp_path):
     text = page.read_text()
     for names in REQUIRES.findall(text):
         for name in names.replace(",", " ").split():
-            pytest.importorskip(name, reason=f"{page.name} needs {name}")
+            if name in PROGRAMS:
+                if shutil.which(name) is None:
+                    pytest.skip(f"{page.name} needs {PROGRAMS[name]}")
+            else:
+                pytest.importorskip(name, reason=f"{page.name} needs {name}")
     if not FENCE.search(text):
         pytest.skip(f"{page.name} has no python block")
     done = subprocess.run([sys.executable, __file__, str(page)], cwd=tmp_path,

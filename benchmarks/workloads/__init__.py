@@ -13,8 +13,9 @@ import numpy
 
 from .. import timing
 
-NAMES = ("matmul", "op_overhead", "mlp_step", "gpt_step", "attention", "generate", "conv2d",
-         "vit_step", "bert_step", "t5_step", "cold_start")
+NAMES = ("matmul", "op_overhead", "mlp_step", "gpt_step", "attention", "generate",
+         "generate_user", "generate_nocache", "conv2d", "vit_step", "bert_step", "t5_step",
+         "cold_start")
 BUDGETS = {"full": timing.FULL, "quick": timing.QUICK, "tiny": timing.TINY}
 
 
@@ -25,10 +26,12 @@ def load(name):
     return importlib.import_module(f"{__name__}.{name}")
 
 
-def row(case, metric, stats, better="lower"):
+def row(case, metric, stats, better="lower", spread="range"):
     """One result: a case (e.g. "n=512"), a metric with its unit (e.g. "ms/step"), the
-    statistics {"median", "min", "max", "reps"} and whether higher or lower is better."""
-    return {"case": case, "metric": metric, "better": better, **stats}
+    statistics {"median", "min", "max", "reps"} (and "q1", "q3" when timed), whether higher or
+    lower is better, and the spread the report shows beside the median: "range" (min-max) or
+    "quartiles" (q1-q3, for figures whose extremes are the machine's hiccups: op_overhead)."""
+    return {"case": case, "metric": metric, "better": better, "spread": spread, **stats}
 
 
 def single(value):

@@ -65,8 +65,11 @@ def _seconds(code, **env):
     # as a user's run: kernels on (unless switched off) and built in the background, even when
     # this runs under the tests, which build them in the calling thread
     kernels = "0" if os.environ.get("TENSORGRAD_NUMBA") == "0" else ""
+    # and with Python's bytecode cache, as a user's Python runs (a tool's environment may turn
+    # it off, and then every import compiles the sources again)
+    inherited = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "TENSORGRAD_NUMBA": kernels, **env}, timeout=600)
+                          env={**inherited, "TENSORGRAD_NUMBA": kernels, **env}, timeout=600)
     if done.returncode:
         raise RuntimeError(f"cold_start child failed: {done.stderr.strip()[-500:]}")
     return float(done.stdout.split()[-1])

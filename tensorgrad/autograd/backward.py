@@ -4,7 +4,8 @@ Gradients flow from the outputs through the recorded nodes in reverse topologica
 without recursion; each VJP's gradients are summed back to their inputs' shapes here, in one
 place, and added up per node before that node's own VJP runs.
 """
-from ..tensor import Tensor
+from ..creation import tensor as make_tensor
+from ..tensor import Tensor, from_array, tensor_method
 from . import hooks as _hooks
 from .grad_mode import _anomaly_mode, _GradMode, autocast_off, check_finite, this_thread
 from .graph import Node, freed_message, node_where
@@ -51,6 +52,17 @@ def _broadcasts_to(shape, target):
     """Whether broadcasting turns `shape` into `target`, so that `sum_to` can undo it."""
     lead = len(target) - len(shape)
     return lead >= 0 and all(size in (1, target[lead + i]) for i, size in enumerate(shape))
+
+
+@tensor_method
+def sum_to_size(self, *size):
+    """Sum the dims broadcasting would have expanded, down to `size` (which must broadcast
+    to this tensor's shape): `x.sum_to_size(1, 3)` on (2, 3) sums dim 0, keeping it."""
+    size = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
+    if not _broadcasts_to(size, self.shape):
+        raise RuntimeError(f"sum_to_size: size {list(size)} is not expandable to size "
+                           f"{list(self.shape)}")
+    return sum_to(self, size)
 
 
 def _wrong_shape_message(node, in_grads):
@@ -158,7 +170,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     elif key in summed:  # same shape and dtype by now: add the arrays in place
                         previous.data += g.data
                     else:  # skipping the op machinery (op_overhead fwd+bwd)
-                        grads[key] = Tensor._constant(previous.data + g.data, g._backend)
+                        grads[key] = from_array(previous.data + g.data, g._backend)
                         summed.add(key)
                 elif hooks is not None and id(parent) in hooks:
                     _hold(held, parent, g)
@@ -188,7 +200,7 @@ def _accumulate(node, grad, grads, summed):
     if key not in summed:
         shape, dtype = node.in_shapes[0], node.in_dtypes[0]
         data = node.backend.zeros(shape, dtype) if total is None else total.data.copy()
-        total = grads[key] = Tensor._constant(data, node.backend)
+        total = grads[key] = from_array(data, node.backend)
         summed.add(key)
     node.prim.accumulate(node, grad, total.data)
 
@@ -241,7 +253,7 @@ def _deliver(leaf, grad, captured, wanted, create_graph, owned):
     if data.base is not None or id(data) in owned:
         data = data.copy()
     owned.add(id(data))
-    leaf.grad = Tensor._constant(data, grad._backend)
+    leaf.grad = from_array(data, grad._backend)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
@@ -281,6 +293,20 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             _deliver(t, g, None, None, create_graph, owned)
 
 
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate gradients of this tensor into every leaf's `.grad`.
+
+    A non-scalar output needs `gradient` (same shape). The graph's saved tensors are freed
+    afterwards unless `retain_graph=True`; `create_graph=True` records the backward itself
+    so the gradients can be differentiated again. `inputs` (a Tensor or a sequence): only
+    those tensors' `.grad` are accumulated into, as in torch.
+    """
+    backward(self, gradient, retain_graph, create_graph, inputs)
+
+
+tensor_method(_tensor_backward, "backward")
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=False):
     """Gradients of `outputs` with respect to `inputs`, returned rather than stored in `.grad`.
@@ -315,9 +341,8 @@ def _default_grad(tensor, gradient, what):
             raise RuntimeError(f"{what}: a gradient can be created implicitly only for a "
                                f"single-element output, got shape {tensor.shape}; pass "
                                "gradient=Tensor of that shape")
-        return Tensor._constant(tensor._backend.ones_like(tensor.data), tensor._backend)
+        return from_array(tensor._backend.ones_like(tensor.data), tensor._backend)
     if not isinstance(gradient, Tensor):
-        from ..creation import tensor as make_tensor  # creation imports the engine
         gradient = make_tensor(gradient, dtype=tensor.dtype, device=tensor.device)
     if gradient.shape != tensor.shape:
         raise RuntimeError(f"{what}: gradient has shape {gradient.shape} but the output has shape "

@@ -6,7 +6,7 @@ records a Node that remembers the primitive, its parents and only the tensors it
 import functools
 
 from ..errors import OpError
-from ..tensor import Tensor, new_tensor
+from ..tensor import Tensor, from_array
 from .grad_mode import anomaly_threads, autocast_threads, check_finite, this_thread, where
 
 PRIMITIVES = {}
@@ -103,10 +103,10 @@ class Primitive:
             check_finite(out, backend, f"op '{self.name}'{where()} in forward")
         version = args[0]._version if self.view else None
         if not (needs_grad and self.differentiable):
-            return new_tensor(Tensor, out, backend, False, None, version)
+            return from_array(out, backend, False, None, version)
         mode = this_thread.switches  # this thread's, looked up once per op (op_overhead fwd)
         if not mode.grad_enabled:
-            return new_tensor(Tensor, out, backend, False, None, version)
+            return from_array(out, backend, False, None, version)
         saves_out = self.saves_out
         if saves_out is not True and saves_out:
             saves_out = any(args[i] is not None and args[i].requires_grad for i in saves_out)
@@ -117,7 +117,7 @@ class Primitive:
             node = Node(self, args, attrs, backend, mode.scope, extra, out, version)
         else:
             node = Node(self, args, attrs, backend, mode.scope, extra, None, None)
-        return new_tensor(Tensor, out, backend, True, node, version)
+        return from_array(out, backend, True, node, version)
 
     def __repr__(self):
         return f"<primitive {self.name}>"
@@ -144,7 +144,7 @@ def untracked_view(base, array):
     if base.requires_grad:
         raise RuntimeError("untracked_view: the base tensor requires grad; take the view with "
                            "tensor ops (slicing, reshape), which record it for backward")
-    return new_tensor(Tensor, array, base._backend, False, None, base._version)
+    return from_array(array, base._backend, False, None, base._version)
 
 
 def guard(out, *constants):
@@ -208,8 +208,10 @@ class Node:
             else:
                 parents.append(None)
                 needs.append(False)
-        self.parents, self.needs_grad = parents, needs
-        self.in_shapes, self.in_dtypes = shapes, dtypes
+        # tuples of untracked values, the lists freed: the cyclic GC stops walking them, and a
+        # recorded graph then starts far fewer collections (op_overhead, result alive too)
+        self.parents, self.needs_grad = parents, tuple(needs)
+        self.in_shapes, self.in_dtypes = tuple(shapes), tuple(dtypes)
         sliced = prim._saved_slice
         saved = args[sliced] if sliced is not None else [args[i] for i in prim.saves]
         when = prim.saves_when
@@ -220,7 +222,7 @@ class Node:
         versions = []
         for t in saved:  # a loop, not a comprehension: no function object made (op_overhead fwd)
             versions.append(None if t is None else t._version[0])
-        self.versions = versions
+        self.versions = tuple(versions)
 
     @property
     def name(self):
@@ -245,7 +247,7 @@ class Node:
         if self.out_data is None:
             raise RuntimeError(freed_message(self))
         self.check_out()
-        return new_tensor(Tensor, self.out_data, self.backend, True, self, self.out_version)
+        return from_array(self.out_data, self.backend, True, self, self.out_version)
 
     def check_out(self):
         """Raise if the saved output was modified in place since the forward (the engine calls

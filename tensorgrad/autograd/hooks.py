@@ -16,7 +16,7 @@ with the leaf itself (DistributedDataParallel averages `.grad` from there).
 import itertools
 import weakref
 
-from .. import tensor as _tensor  # its Tensor is read at call time (tensor.py imports this)
+from ..tensor import Tensor, tensor_method
 
 registry = {}  # id(node or leaf tensor) -> _Entry
 _ids = itertools.count()
@@ -68,33 +68,39 @@ class RemovableHandle:
         self.remove()
 
 
-def register_hook(tensor, fn):
-    """Tensor.register_hook: `fn(grad)` runs when the gradient of `tensor` is computed."""
+@tensor_method
+def register_hook(tensor, hook):
+    """Tensor.register_hook: `hook(grad)` runs when this tensor's gradient is computed (summed
+    over every path, before it is used) and may return a replacement; returns a handle with
+    `.remove()`. A hook registered before an in-place change sees the gradient of the old value."""
     if not tensor.requires_grad:
         raise RuntimeError("register_hook: cannot register a hook on a tensor that doesn't "
                            f"require gradient (shape {tuple(tensor.shape)}, {tensor.dtype})")
-    if not callable(fn):
-        raise TypeError(f"register_hook: expected a callable fn(grad), got {type(fn).__name__}")
+    if not callable(hook):
+        raise TypeError(f"register_hook: expected a callable hook(grad), got "
+                        f"{type(hook).__name__}")
     target = tensor._node if tensor._node is not None else tensor
     hook_id = next(_ids)
-    _entry(target).hooks[hook_id] = fn
+    _entry(target).hooks[hook_id] = hook
     return RemovableHandle(id(target), hook_id)
 
 
-def register_post_accumulate_grad_hook(tensor, fn):
-    """Tensor.register_post_accumulate_grad_hook: `fn(tensor)` runs once the leaf's `.grad`
-    has taken this backward's gradient (not for `grad()`, which fills no `.grad`)."""
+@tensor_method
+def register_post_accumulate_grad_hook(tensor, hook):
+    """Tensor.register_post_accumulate_grad_hook: `hook(tensor)` runs once the leaf's `.grad`
+    has taken this backward's gradient (not for `grad()`, which fills no `.grad`); returns a
+    handle with `.remove()`. Leaves only, as in PyTorch."""
     if tensor._node is not None:
         raise RuntimeError("register_post_accumulate_grad_hook: post accumulate grad hooks "
                            "cannot be registered on non-leaf tensors")
     if not tensor.requires_grad:
         raise RuntimeError("register_post_accumulate_grad_hook: cannot register a hook on a "
                            f"tensor that doesn't require gradient (shape {tuple(tensor.shape)})")
-    if not callable(fn):
-        raise TypeError("register_post_accumulate_grad_hook: expected a callable fn(tensor), "
-                        f"got {type(fn).__name__}")
+    if not callable(hook):
+        raise TypeError("register_post_accumulate_grad_hook: expected a callable hook(tensor), "
+                        f"got {type(hook).__name__}")
     hook_id = next(_ids)
-    _entry(tensor).post_hooks[hook_id] = fn
+    _entry(tensor).post_hooks[hook_id] = hook
     return RemovableHandle(id(tensor), hook_id)
 
 
@@ -103,8 +109,10 @@ def run_post_accumulate(entry, leaf):
         fn(leaf)
 
 
+@tensor_method
 def retain_grad(tensor):
-    """Tensor.retain_grad: a non-leaf keeps its gradient in `.grad` (a leaf already does)."""
+    """Tensor.retain_grad: a non-leaf keeps its gradient in `.grad` at backward (taken after
+    its hooks ran); a leaf already does."""
     if not tensor.requires_grad:
         raise RuntimeError("retain_grad: can't retain_grad on a tensor that has "
                            "requires_grad=False")
@@ -115,6 +123,9 @@ def retain_grad(tensor):
 def retains_grad(tensor):
     entry = registry.get(id(tensor._node)) if tensor._node is not None else None
     return entry is not None and entry.retainer is not None and entry.retainer() is tensor
+
+
+tensor_method(property(retains_grad), "retains_grad")
 
 
 def moved(tensor, old_node):
@@ -134,7 +145,7 @@ def run(entry, grad, create_graph):
         new = fn(grad)
         if new is not None:
             name = getattr(fn, "__name__", repr(fn))
-            if not isinstance(new, _tensor.Tensor):
+            if not isinstance(new, Tensor):
                 raise TypeError(f"hook '{name}' returned {type(new).__name__}; a hook returns "
                                 "None or a Tensor (the replacement gradient)")
             if new.shape != grad.shape:

@@ -39,7 +39,7 @@ class CupyBackend:
     def to_host(self, array):
         return cupy.asnumpy(array)
 
-    def kernels(self, *arrays):
+    def kernels(self, *arrays, family=None):
         """No fused kernels here yet: ops run their array code on the GPU."""
         return None
 

@@ -1,22 +1,23 @@
 """When the compiled CPU kernels start to run.
 
 Numba compiles a kernel the first time it is called with new argument types and keeps the
-machine code on disk (`cache=True`). Compiling what one training step uses takes many seconds;
-loading it back takes a fraction of one. So a process does not wait for a compilation:
+machine code on disk (`cache=True`). Compiling the kernels of one op takes seconds; even
+importing Numba and loading the code back from its cache takes a while. So a run never waits
+for either, and builds only what it uses. The kernels come in families, one per op (the name
+before the dot of an override's name: "layer_norm" for "layer_norm" and "layer_norm.vjp"). The
+first time an op asks for its family's kernels for a dtype, it gets the answer "not yet" and runs
+its array code (the same results to rounding), and a background thread imports Numba and the
+kernels, then runs the family's recipe (`tensorgrad.warmup`), loading each kernel from the cache
+(warm) or compiling it (cold: a message says so once). From then on that op runs the kernels.
 
-- warm cache (a warm-up has finished for these kernel sources, this Numba and this dtype): the
-  kernels run from the first call, each loaded from disk as it is first called;
-- cold cache: a background thread compiles what a typical step uses (`tensorgrad.warmup`), for
-  the dtype the run asked for, while the ops run their array code, the same results to
-  rounding; the kernels take over when it is done. A message says so once.
-
-TENSORGRAD_NUMBA=0 turns the kernels off; TENSORGRAD_NUMBA=wait compiles each in the calling
-thread at its first use (what the tests do, so that a test's code path never depends on how fast
-a compilation went). `python -m tensorgrad.warmup` compiles ahead of time.
+TENSORGRAD_NUMBA=0 turns the kernels off; TENSORGRAD_NUMBA=wait loads or compiles each in the
+calling thread at its first use (what the tests do, so that a test's code path never depends on
+how fast a compilation went). `python -m tensorgrad.warmup` compiles every family ahead of time.
 """
 import atexit
 import contextlib
 import hashlib
+import importlib.util
 import os
 import sys
 import threading
@@ -25,18 +26,33 @@ import warnings
 
 import numpy
 
+DTYPES = ("float32", "float64")  # the dtypes the kernels are written for
+EVERY = "*"  # the family of a caller that names none: every family's kernels
 _lock = threading.Lock()
 _here = threading.local()  # .warming: this thread is the warm-up's, which uses kernels at once
-_ready = set()  # dtypes whose kernels are compiled (or cached) in this process
-_started = set()  # dtypes a warm-up thread was started for
+_ready = set()  # (family, dtype) whose kernels are compiled (or loaded) in this process
+_asked = set()  # (family, dtype) handed to the warm-up thread
+_queue = []  # what the warm-up thread has still to do, in the order asked
+_worker = None  # the warm-up thread while it runs
+_failed = []  # what went wrong importing the kernels in the warm-up thread, raised by ready()
 _announced = False
 _exiting = False
+_numba = None  # whether Numba is installed, found once without importing it
 
 
 def mode():
     """'off', 'wait' or 'background', from TENSORGRAD_NUMBA."""
     value = os.environ.get("TENSORGRAD_NUMBA", "").strip().lower()
     return {"0": "off", "wait": "wait"}.get(value, "background")
+
+
+def wanted():
+    """Whether kernels may run in this process: Numba is installed (found without importing it,
+    which takes a while) and TENSORGRAD_NUMBA is not 0."""
+    global _numba
+    if _numba is None:
+        _numba = importlib.util.find_spec("numba") is not None
+    return _numba and mode() != "off"
 
 
 def load():
@@ -56,49 +72,65 @@ def load():
     return kernels
 
 
-def ready(arrays):
-    """Whether the kernels for these arrays' dtype may run now. On a cold cache the first ask
-    starts the warm-up in the background and answers False until it has finished."""
-    for a in arrays:  # every op with kernels asks: the answer is a set lookup once warm
+def ready(arrays, family=EVERY):
+    """Whether `family`'s kernels for these arrays' dtype may run now. The first ask hands the
+    family to the warm-up thread (or builds it here with TENSORGRAD_NUMBA=wait) and answers
+    False until it is built."""
+    for a in arrays:  # every op with kernels asks: the answer is a set lookup once built
         if a is not None:
-            dtype = a.dtype
+            key = (family, a.dtype)
             break
     else:
         return True
-    if dtype in _ready or getattr(_here, "warming", False):
+    if key in _ready or getattr(_here, "warming", False):
         return True
+    if _failed:
+        raise _failed[0]
+    if key[1].name not in DTYPES:
+        return False
+    global _worker
     with _lock:
-        if dtype in _ready:
+        if key in _ready:
             return True
-        if dtype in _started:
+        if key in _asked:
             return False
-        if mode() == "wait" or os.path.exists(_marker(dtype.name)):
-            _ready.add(dtype)
-            return True
-        _started.add(dtype)
-        _announce(dtype.name)
-        threading.Thread(target=_warm_up, args=(dtype,), name=f"tensorgrad-warmup-{dtype}",
-                         daemon=True).start()
+        if mode() == "wait":  # each kernel compiles at its first call, in this thread
+            _ready.add(key)
+            return load() is not None
+        _asked.add(key)
+        _queue.append(key)
+        if _worker is None:
+            _worker = threading.Thread(target=_work, name="tensorgrad-warmup", daemon=True)
+            _worker.start()
     return False
 
 
-def warm_up(dtype):
-    """Compile (or load from the disk cache) the kernels a training step uses for `dtype`, in
-    this thread, and mark them ready. Returns the seconds it took."""
-    from .. import warmup  # the step it runs is written in tensorgrad's ops, a layer above
+def warm_up(dtype, families=None, announce=False):
+    """Compile (or load from the disk cache) the kernels of `families` (default: every one) for
+    `dtype`, in this thread, and mark them ready. Returns the seconds it took."""
+    from .. import warmup  # the recipes are written in tensorgrad's ops, a layer above
     dtype = numpy.dtype(dtype)
     start = time.perf_counter()
-    with warming(True):
-        warmup.step(dtype)
+    for family in families or list(warmup.RECIPES):
+        marker = _marker(family, dtype.name)
+        cached = os.path.exists(marker)
+        if announce and not cached:
+            _announce(dtype.name)
+        began = time.perf_counter()
+        with warming(True):
+            warmup.run(family, dtype)
+        with _lock:
+            _ready.add((family, dtype))
+        if not cached:
+            try:
+                with open(marker, "w") as out:
+                    out.write(f"compiled in {time.perf_counter() - began:.1f} s\n")
+            except OSError:  # a read-only cache: the next run says it compiles, and loads
+                pass
     with _lock:
-        _ready.add(dtype)
-    seconds = time.perf_counter() - start
-    try:
-        with open(_marker(dtype.name), "w") as marker:
-            marker.write(f"warmed up in {seconds:.1f} s\n")
-    except OSError:  # a read-only cache: the next run warms up in the background again
-        pass
-    return seconds
+        if families is None:
+            _ready.add((EVERY, dtype))
+    return time.perf_counter() - start
 
 
 def is_warming():
@@ -116,16 +148,30 @@ def warming(flag):
         _here.warming = before
 
 
-def _warm_up(dtype):
+def _work():
+    """The warm-up thread: imports the kernels, then builds what ops ask for, in turn."""
+    global _worker
     try:
-        warm_up(dtype)
-    except Exception as exc:  # noqa: BLE001 - the kernels then compile at their first call
+        kernels = load()
+    except Exception as exc:  # noqa: BLE001 - a broken kernel module: the next ready() raises it
+        _failed.append(exc)
+        kernels = None
+    while True:
         with _lock:
-            _ready.add(dtype)
-        if _exiting:  # the interpreter is tearing down the modules the step runs on
-            return
-        warnings.warn(f"tensorgrad: compiling the CPU kernels in the background failed ({exc!r});"
-                      " they compile at their first use instead", RuntimeWarning, stacklevel=1)
+            if not _queue or kernels is None:  # None: Numba unusable here, load() said why
+                _worker = None
+                return
+            family, dtype = _queue.pop(0)
+        try:
+            warm_up(dtype, None if family == EVERY else [family], announce=True)
+        except Exception as exc:  # noqa: BLE001 - the kernels then compile at their first call
+            with _lock:
+                _ready.add((family, dtype))
+            if _exiting:  # the interpreter is tearing down the modules the recipes run on
+                return
+            warnings.warn(f"tensorgrad: compiling the {family} kernels in the background failed "
+                          f"({exc!r}); they compile at their first use instead", RuntimeWarning,
+                          stacklevel=1)
 
 
 def _announce(dtype):
@@ -137,9 +183,10 @@ def _announce(dtype):
               file=sys.stderr, flush=True)
 
 
-def _marker(dtype):
-    """The file that says a warm-up finished: named after the kernels' sources, Numba's version
-    and the dtype, beside Numba's own cache (NUMBA_CACHE_DIR, else the kernels' __pycache__)."""
+def _marker(family, dtype):
+    """The file that says a family was built: named after the family, the kernels' sources,
+    Numba's version and the dtype, beside Numba's own cache (NUMBA_CACHE_DIR, else the kernels'
+    __pycache__)."""
     import numba
     from . import kernels
     folder = os.path.dirname(kernels.__file__)
@@ -150,7 +197,7 @@ def _marker(dtype):
             stamp.update(f"{name}:{info.st_mtime_ns}:{info.st_size}".encode())
     cache = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(folder, "__pycache__")
     os.makedirs(cache, exist_ok=True)
-    return os.path.join(cache, f"tensorgrad-warm-{dtype}-{stamp.hexdigest()[:16]}")
+    return os.path.join(cache, f"tensorgrad-warm-{family}-{dtype}-{stamp.hexdigest()[:16]}")
 
 
 @atexit.register
@@ -160,8 +207,12 @@ def _at_exit():
 
 
 def _after_fork():
-    # a forked child has no warm-up thread: it starts its own if it needs one
-    _started.clear()
+    # a forked child has no warm-up thread (and a lock the parent's may have held): it starts
+    # its own for what it asks again
+    global _lock, _worker
+    _lock, _worker = threading.Lock(), None
+    _asked.intersection_update(_ready)
+    _queue.clear()
 
 
 if hasattr(os, "register_at_fork"):

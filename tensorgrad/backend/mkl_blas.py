@@ -42,6 +42,7 @@ _local = threading.local()  # .threads: what this thread last asked of MKL (its 
 
 _FLOAT32, _FLOAT64 = numpy.dtype("float32"), numpy.dtype("float64")
 _lib = ...  # the loaded library (a ctypes.CDLL), None when there is none; ... until first use
+_loading = threading.Lock()
 _gemm = {}  # dtype -> (cblas_?gemm, cblas_?gemm_batch_strided, ctypes scalar type)
 _on_gnu_openmp = False  # whether the library runs its threads on GNU OpenMP (set by _open)
 _grouped = {}  # dtype -> cblas_?gemm_batch (matrices at any addresses)
@@ -126,19 +127,27 @@ def _bind(lib):
 def library():
     """The loaded libmkl_rt, or None (TENSORGRAD_BLAS=numpy, or MKL not installed)."""
     global _lib
-    if _lib is ...:
-        _lib = None if os.environ.get("TENSORGRAD_BLAS") == "numpy" else _open()
-        if _lib is not None:
-            # MKL's count is set here, as a number: left to itself, under GNU OpenMP, it follows
-            # the calling thread's OpenMP setting, which Numba's OpenMP layer raises to every
-            # CPU when it starts. set_num_threads, if called before MKL loaded, gives the count,
-            # then MKL_NUM_THREADS, then get_num_threads (OMP_NUM_THREADS, else every CPU).
-            _lib.MKL_Set_Num_Threads(threads.chosen_num_threads() or _environment_count()
-                                     or threads.get_num_threads())
-            threads.libraries_changed()
-            if threads.openblas_follows_mkl:  # asked for by backend.tune_process
-                threads.openblas_on_one_thread()
+    if _lib is not ...:
+        return _lib
+    with _loading:  # two threads' first products (a warm-up beside the run) load it once
+        if _lib is ...:
+            _lib = _load()
     return _lib
+
+
+def _load():
+    lib = None if os.environ.get("TENSORGRAD_BLAS") == "numpy" else _open()
+    if lib is not None:
+        # MKL's count is set here, as a number: left to itself, under GNU OpenMP, it follows
+        # the calling thread's OpenMP setting, which Numba's OpenMP layer raises to every CPU
+        # when it starts. set_num_threads, if called before MKL loaded, gives the count, then
+        # MKL_NUM_THREADS, then get_num_threads (OMP_NUM_THREADS, else every CPU).
+        lib.MKL_Set_Num_Threads(threads.chosen_num_threads() or _environment_count()
+                                or threads.get_num_threads())
+        threads.libraries_changed()
+        if threads.openblas_follows_mkl:  # asked for by backend.tune_process
+            threads.openblas_on_one_thread()
+    return lib
 
 
 def threads_on_gnu_openmp():
@@ -270,15 +279,17 @@ def matmul(a, b):
         # Batch dims that do not fold into one stride (heads sliced out of a (B, T, 3H, D)
         # projection and transposed, or mixed broadcasting): the grouped call, given every
         # matrix's address, not copies and NumPy's loop (gpt_step)
-        one = numpy.ones(1, numpy.intc)
-        int_args = [one * v for v in (trans_a, trans_b, m, n, k, lda, ldb, n)]
+        # Every argument is an array held by a name until the call returns: the address of a
+        # temporary (`(x * 2).ctypes.data`) points at memory freed before MKL reads it.
+        int_args = [numpy.full(1, v, numpy.intc)
+                    for v in (trans_a, trans_b, m, n, k, lda, ldb, n, count)]
         alpha, beta = numpy.ones(1, dtype), numpy.zeros(1, dtype)
         addresses = [_addresses(x, batch) for x in (a, b, out)]
         _grouped[dtype](_ROW_MAJOR, *(x.ctypes.data for x in int_args[:5]), alpha.ctypes.data,
                         addresses[0].ctypes.data, int_args[5].ctypes.data,
                         addresses[1].ctypes.data, int_args[6].ctypes.data, beta.ctypes.data,
                         addresses[2].ctypes.data, int_args[7].ctypes.data, 1,
-                        (one * count).ctypes.data)
+                        int_args[8].ctypes.data)
         return out
     gemm_batch(_ROW_MAJOR, trans_a, trans_b, m, n, k, scalar(1.0), a.ctypes.data, lda, stride_a,
                b.ctypes.data, ldb, stride_b, scalar(0.0), out.ctypes.data, n, m * n, count)

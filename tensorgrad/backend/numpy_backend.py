@@ -61,7 +61,7 @@ class NumpyBackend:
     name = "numpy"
     device = "cpu"
     xp = numpy
-    _kernels = ...  # loaded on first use: importing Numba costs a noticeable fraction of a second
+    _kernels = ...  # loaded on first use, in the background (backend/kernel_loading.py)
 
     def __init__(self):
         self.rng = numpy.random.default_rng()
@@ -82,20 +82,25 @@ class NumpyBackend:
         return array
 
     # --- kernels whose spelling differs -----------------------------------------------------
-    def kernels(self, *arrays):
-        """Fused kernels for an op on `arrays` (the `kernels` package; None entries are ignored),
-        or None: the op runs its array code instead."""
-        if self._kernels is ...:
-            self._kernels = kernel_loading.load()
+    def kernels(self, *arrays, family=kernel_loading.EVERY):
+        """The fused kernels package for an op of `family` on `arrays` (None entries are
+        ignored), or None: the op runs its array code instead (no Numba, another dtype, or the
+        family's kernels are still being built in the background)."""
+        if self._kernels is ... and not kernel_loading.wanted():
+            self._kernels = None  # no Numba, or TENSORGRAD_NUMBA=0: the reference runs
         kernels = self._kernels
-        if kernels is None or not kernels.supports(arrays) or not kernel_loading.ready(arrays):
+        if kernels is None or not kernel_loading.ready(arrays, family):
+            return None
+        if kernels is ...:
+            kernels = self._kernels = kernel_loading.load()  # the warm-up imported them already
+        if kernels is None or not kernels.supports(arrays):
             return None
         return kernels
 
     def scatter_add(self, target, index, values):
         """target[index] += values, with repeated indices accumulated (unbuffered)."""
         rows = index[0] if len(index) == 1 else None
-        kernels = self.kernels(target, values)
+        kernels = self.kernels(target, values, family="embedding")
         if (kernels is not None and getattr(rows, "dtype", None) is not None
                 and rows.dtype.kind in "iu" and target.flags.c_contiguous
                 and values.shape == rows.shape + target.shape[1:]):

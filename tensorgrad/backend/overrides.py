@@ -10,8 +10,9 @@ algorithm (`"attention.online_step_"`). A backend's compiled code registers agai
 A call of the declared function runs the first override whose `supports(*args, **kwargs)`
 accepts the arguments (dtype, layout, sizes), else the reference. An override may still decline
 after a closer look by returning NotImplemented. The overrides load with the backend's kernel
-package (`xp.kernels(first argument)`, the CPU backend's Numba kernels, which also says whether
-they are ready for that array's dtype: backend/kernel_loading.py), and are only tried on that
+package (`xp.kernels(first argument, family=...)`, the CPU backend's Numba kernels, which also
+says whether the family's are built for that array's dtype: backend/kernel_loading.py; the
+family is the name before the dot), and are only tried on that
 backend's arrays; without them (no Numba, TENSORGRAD_NUMBA=0), or on a backend that has none
 (CuPy's), the reference runs.
 tests/tensorgrad/test_overrides.py runs every registered override against its reference.
@@ -40,10 +41,11 @@ def overridable(name):
             raise ValueError(f"overridable {name!r} declared twice")
         REFERENCES[name] = reference
         candidates = OVERRIDES.setdefault(name, [])
+        family = name.split(".")[0]  # built together: "layer_norm" and "layer_norm.vjp"
 
         @functools.wraps(reference)
         def dispatch(xp, *args, **kwargs):
-            if xp.kernels(args[0]) is not None:  # this backend's, ready for args[0]'s dtype
+            if xp.kernels(args[0], family=family) is not None:  # built for args[0]'s dtype
                 for candidate in candidates:
                     if candidate.supports(*args, **kwargs):
                         out = candidate.run(*args, **kwargs)

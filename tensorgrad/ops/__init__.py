@@ -36,7 +36,7 @@ from .loss import (  # noqa: F401
     gaussian_nll_loss, hinge_embedding_loss, huber_loss, kl_div, l1_loss, margin_ranking_loss,
     mse_loss, nll_loss, poisson_nll_loss, smooth_l1_loss, soft_margin_loss,
 )
-from .norm import layer_norm, rms_norm  # noqa: F401
+from .layer_norm import layer_norm, rms_norm  # noqa: F401
 from .select import clamp, clip, maximum, minimum, where  # noqa: F401
 from .softmax import log_softmax, softmax  # noqa: F401
 from .index import (  # noqa: F401
@@ -57,10 +57,11 @@ from .pointwise import (  # noqa: F401
     signbit,
 )
 from .random import bernoulli, multinomial, normal  # noqa: F401
-from .linalg import einsum, linear, matmul  # noqa: F401
+from .einsum import einsum  # noqa: F401
+from .matmul import bmm, linear, matmul, mm, mv  # noqa: F401
 from .products import (  # noqa: F401
-    addbmm, addmm, addmv, baddbmm, bmm, cdist, cross, dot, ger, inner, kron, mm, mv, outer,
-    tensordot, trace, vdot,
+    addbmm, addmm, addmv, baddbmm, cdist, cross, dot, ger, inner, kron, outer, tensordot, trace,
+    vdot,
 )
 from .pool import (  # noqa: F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d,
@@ -85,8 +86,3 @@ from .unary import (  # noqa: F401
     ceil, cos, cosh, erf, erfinv, exp, exp2, expm1, floor, frac, log, log1p, log2, log10, round,
     rsqrt, sign, sin, sinc, sinh, sqrt, tan, tanh, trunc,
 )
-
-from .. import tensor as _tensor  # noqa: E402
-import sys as _sys  # noqa: E402
-
-_tensor._ops = _sys.modules[__name__]  # the operators (+, @, [] ...) call ops through it

@@ -16,7 +16,7 @@ import math
 
 from ..autograd import is_grad_enabled, primitive
 from ..backend.overrides import overridable
-from ..tensor import Tensor, tensor_method
+from ..tensor import from_array, tensor_method
 from .operands import normalize_dim, require_float
 from .select import where
 from .unary import _unary, apply_inplace, erf, exp, expm1, inplace_form, log1p, tanh
@@ -66,7 +66,7 @@ def _relu_vjp(ctx, g):
         y = ctx.out
         return g * (y > 0).to(y.dtype)
     xp = ctx.backend
-    return Tensor._constant(_relu_backward(xp, ctx.out_data, g.data), xp)  # out > 0 iff x > 0
+    return from_array(_relu_backward(xp, ctx.out_data, g.data), xp)  # out > 0 iff x > 0
 
 
 sigmoid = tensor_method(_unary(_sigmoid, "sigmoid"))
@@ -115,7 +115,7 @@ def _gelu(xp, x, approximate):
 def _gelu_vjp(ctx, g):
     xp = ctx.backend
     gx = _gelu_backward(xp, ctx.inputs[0].data, ctx.extra, g.data, ctx.attrs["approximate"])
-    return Tensor._constant(gx, xp)
+    return from_array(gx, xp)
 
 
 @overridable("gelu.vjp")

@@ -5,7 +5,7 @@ Each primitive is its forward on arrays followed by its VJP in tensorgrad ops. B
 not undone here: the engine sums every gradient back to its input's shape.
 """
 from ..autograd import primitive
-from ..tensor import tensor_method
+from ..tensor import tensor_method, tensor_reflected
 from .operands import binary_operands
 from .unary import log, reciprocal  # noqa: F401 (reciprocal: exported from here)
 from .select import where
@@ -108,6 +108,12 @@ def square(x):
 tensor_method(add, "__add__")
 tensor_method(sub, "__sub__")
 tensor_method(mul, "__mul__")
+tensor_method(pow, "__pow__")
+tensor_method(neg, "__neg__")
+tensor_reflected(add, "add")
+tensor_reflected(sub, "sub")
+tensor_reflected(mul, "mul")
+tensor_reflected(pow, "pow")
 multiply = tensor_method(mul, "multiply")
 subtract = tensor_method(sub, "subtract")
 negative = tensor_method(neg, "negative")

@@ -25,7 +25,7 @@ torch.finfo(dtype).min everywhere, or a bool mask that is all False).
 """
 from ..autograd import primitive
 from ..backend.overrides import overridable
-from ..tensor import Tensor
+from ..tensor import from_array
 from .attention_inputs import broadcast_shapes, prepare_inputs, split_mask, ungroup_heads
 from .select import maximum, where
 from .softmax import softmax
@@ -248,10 +248,11 @@ def _attention_composite(q, k, v, bias, mask, causal, scale, dropout):
     whole = slice(0, q.shape[-2]), slice(0, k.shape[-2])
     p = _probabilities(q, k, bias, mask, causal, scale, *whole)
     if dropout is not None:
-        p = p * Tensor._constant(dropout, q._backend)
+        p = p * from_array(dropout, q._backend)
     return p @ v  # (..., Tq, Tk) @ (..., Tk, Ev) -> (..., Tq, Ev)
 
 
+@overridable("attention.one_query")
 def _one_query(xp, q, k, v, scale):
     """One query row per matrix with every key visible (decoding with a KV cache): nothing to
     mask or tile, and the scores come as k times the query column, so a matrix-vector product
@@ -309,7 +310,7 @@ def _attention_vjp(ctx, g):
     else:
         grads = _whole_vjp(xp, q, k, v, a["dropout"], a["scale"], g.data, ctx.out_data,
                            ctx.extra, ctx.needs_grad)
-    return tuple(None if d is None else Tensor._constant(d, xp) for d in grads)
+    return tuple(None if d is None else from_array(d, xp) for d in grads)
 
 
 @overridable("attention.whole_vjp")
@@ -427,12 +428,12 @@ def _probabilities(q, k, bias, mask, causal, scale, rows, cols):
         s = s + maximum(_tile(bias, rows, cols), lowest)
     blocked = _blocked(xp, mask, causal, rows, cols)
     if blocked is not None:
-        s = where(Tensor._constant(blocked, xp), lowest, s)
+        s = where(from_array(blocked, xp), lowest, s)
     p = softmax(s, dim=-1)
     if mask is None and bias is None:  # is_causal alone leaves every row a key
         return p
     live = s.data.max(axis=-1, keepdims=True) > lowest
-    return p if bool(live.all()) else where(Tensor._constant(live, xp), p, 0.0)
+    return p if bool(live.all()) else where(from_array(live, xp), p, 0.0)
 
 
 # --- the public functions -----------------------------------------------------------------------

@@ -28,6 +28,12 @@ logical_not = tensor_method(_nondiff("logical_not", lambda xp, x: xp.logical_not
 isnan = tensor_method(_nondiff("isnan", lambda xp, x: xp.isnan(x), 1))
 isinf = tensor_method(_nondiff("isinf", lambda xp, x: xp.isinf(x), 1))
 isfinite = tensor_method(_nondiff("isfinite", lambda xp, x: xp.isfinite(x), 1))
+tensor_method(eq, "__eq__")
+tensor_method(ne, "__ne__")
+tensor_method(lt, "__lt__")
+tensor_method(le, "__le__")
+tensor_method(gt, "__gt__")
+tensor_method(ge, "__ge__")
 
 
 # --- closeness: isclose / allclose / equal (PyTorch's tolerances and NaN rule) -----------------

@@ -13,7 +13,7 @@ import math
 
 from ..autograd import primitive
 from ..errors import OpError
-from ..tensor import Tensor
+from ..tensor import from_array
 from .operands import promote, require_float
 
 
@@ -192,16 +192,16 @@ def _conv_vjp(ctx, g):
     if ctx.needs_grad[0]:
         w3 = weight.data.reshape(groups, o // groups, -1)  # (G, O/G, CK/G)
         gcols = xp.matmul(w3.swapaxes(-1, -2), g3)  # (G, CK, O/G) @ (N, G, O/G, L) -> (N, G, CK, L)
-        gx = Tensor._constant(_col2im_array(xp, gcols.reshape(cols.shape), x.shape[2:],
+        gx = from_array(_col2im_array(xp, gcols.reshape(cols.shape), x.shape[2:],
                                             weight.shape[2:], a["dilation"], a["padding"],
                                             a["stride"]), xp)
     if ctx.needs_grad[1]:
         cols_t = cols.reshape(n, groups, cols.shape[1] // groups, cols.shape[2]).swapaxes(
             -1, -2)  # (N, G, L, CK)
         gw = xp.matmul(g3, cols_t).sum(axis=0)  # (N, G, O/G, L) @ (N, G, L, CK), summed over N
-        gw = Tensor._constant(gw.reshape(weight.shape), xp)
+        gw = from_array(gw.reshape(weight.shape), xp)
     if ctx.needs_grad[2]:
-        gb = Tensor._constant(g3.sum(axis=(0, 3)).reshape(o), xp)
+        gb = from_array(g3.sum(axis=(0, 3)).reshape(o), xp)
     return gx, gw, gb
 
 

@@ -1,5 +1,8 @@
-"""dtype and device moves and copies: cast, to_device, clone."""
-from ..autograd import primitive
+"""dtype and device moves and copies: cast, to_device, clone, and the Tensor methods made of
+them (`to`, `clone`, `as_subclass`)."""
+from .. import backend as _backends
+from ..autograd import PRIMITIVES, is_grad_enabled, primitive
+from ..tensor import Tensor, from_array, tensor_method
 
 
 @primitive("cast")
@@ -44,6 +47,42 @@ def _clone_vjp(ctx, g):
     return g
 
 
+@tensor_method
 def clone(x):
     return _clone(x)
+
+
+@tensor_method
+def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
+    """`to("cuda")`, `to(float64)`, `to("cpu", float32)`, `to(other)`: a differentiable move
+    or cast; self itself when nothing changes, unless copy=True. non_blocking is accepted
+    for PyTorch code and has no effect (transfers here are synchronous)."""
+    for arg in args:
+        if isinstance(arg, str) and (arg == "cpu" or arg.startswith("cuda")):
+            device = arg
+        elif isinstance(arg, Tensor):
+            device, dtype = arg.device, arg.dtype
+        else:
+            dtype = arg
+    out = self
+    if device is not None and _backends.normalize_device(device) != self.device:
+        out = to_device(out, _backends.get_backend(device))
+    dtype = _backends.as_dtype(dtype)
+    if dtype is not None and dtype != out.dtype:
+        out = cast(out, dtype)
+    return clone(out) if copy and out is self else out
+
+
+@tensor_method
+def as_subclass(self, cls):
+    """This tensor as an instance of `cls`, a subclass of Tensor (how Parameter is made):
+    the same memory and version counter and the same place in the graph (a tensor that
+    requires grad is reached through an alias node, as in PyTorch)."""
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"as_subclass: expected a subclass of tensorgrad.Tensor, got {cls!r}")
+    source = self
+    if self.requires_grad and is_grad_enabled():
+        source = PRIMITIVES["reshape"](self, shape=self.shape)  # the alias node
+    return from_array(source.data, source._backend, source.requires_grad, source._node,
+                      source._version, cls)
 

@@ -9,7 +9,7 @@ from ..autograd import primitive
 from ..backend import get_default_dtype
 from ..creation import zeros_like
 from ..errors import OpError
-from ..tensor import Tensor, tensor_method, tensor_operator
+from ..tensor import Tensor, tensor_method, tensor_operator, tensor_reflected
 from .operands import binary_operands
 from .unary import reciprocal
 
@@ -108,6 +108,8 @@ def div(input, other, rounding_mode=None):
 
 
 divide = tensor_method(div, "divide")
+tensor_method(div, "__truediv__")
+tensor_reflected(div, "truediv")
 
 
 @tensor_method

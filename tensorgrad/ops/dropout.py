@@ -1,5 +1,5 @@
 """Dropout: a composite (a random keep-mask times the input), so it needs no gradient code."""
-from ..tensor import Tensor
+from ..tensor import from_array
 
 
 def dropout(x, p=0.5, training=True):
@@ -11,4 +11,4 @@ def dropout(x, p=0.5, training=True):
     xp = x._backend
     keep = xp.random_uniform(x.shape, x.dtype) >= p
     scale = keep.astype(x.dtype) * (1.0 / (1.0 - p) if p < 1.0 else 0.0)
-    return x * Tensor._constant(scale.astype(x.dtype, copy=False), xp)
+    return x * from_array(scale.astype(x.dtype, copy=False), xp)

@@ -1,7 +1,7 @@
 """Indexing: x[index], gather, and the scatter-adds that are their gradients (and vice versa)."""
 from ..autograd import guard, primitive
 from ..errors import OpError, OpIndexError
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor, from_array, tensor_method
 from .select import where
 from .operands import normalize_dim
 
@@ -116,6 +116,9 @@ def getitem(x, index):
     return _advanced_getitem(x, index)
 
 
+tensor_method(getitem, "__getitem__")
+
+
 def _advanced_getitem(x, index):
     index = array_index(index, x)
     if _is_advanced(index) and any(type(item) is int for item in index):
@@ -189,7 +192,7 @@ def _check_along(x, dim, index, op):
 def _fit(src, index, x, op):
     """src as a Tensor of index's shape: PyTorch reads the leading block of a larger src."""
     if not isinstance(src, Tensor):
-        return Tensor._constant(x._backend.full(index.shape, src, dtype=x.dtype), x._backend)
+        return from_array(x._backend.full(index.shape, src, dtype=x.dtype), x._backend)
     if src.ndim != index.ndim or any(s < i for s, i in zip(src.shape, index.shape)):
         raise RuntimeError(f"{op}: src of shape {src.shape} must have index's {index.ndim} dims "
                            f"and be at least as large as index {index.shape} in each")
@@ -233,7 +236,7 @@ def one_hot(x, num_classes=-1):
         raise OpError(f"one_hot: class values must lie in [0, {num_classes}), got values in "
                       f"[{int(x.data.min())}, {int(x.data.max())}]")
     out = (x.data[..., None] == xp.arange(num_classes)).astype("int64")
-    return Tensor._constant(out, xp)
+    return from_array(out, xp)
 
 
 def embedding(input, weight, padding_idx=None):

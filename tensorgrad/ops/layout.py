@@ -6,9 +6,9 @@ import math
 from .. import backend as _backends
 from ..creation import zeros
 from ..errors import OpError
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor, from_array, tensor_method
 from .index import _index_add, getitem
-from .operands import constant_like, normalize_dim, result_dtype
+from .operands import normalize_dim, result_dtype
 from .shape import _sizes, cat, flip, movedim, pad, reshape, stack, transpose
 
 
@@ -111,7 +111,7 @@ def diagonal(x, offset=0, dim1=0, dim2=1):
     planes = movedim(x, (d1, d2), (-2, -1))  # (..., rows, cols)
     rows, cols = _diagonal_positions(x._backend, *planes.shape[-2:], offset)
     # (..., length)
-    return getitem(planes, (Ellipsis, constant_like(rows, x), constant_like(cols, x)))
+    return getitem(planes, (Ellipsis, from_array(rows, x._backend), from_array(cols, x._backend)))
 
 
 @tensor_method
@@ -144,7 +144,7 @@ def _triangle_indices(row, col, offset, device, lower):
     keep = backend.tri(row, col, offset, dtype=bool) if lower else \
         ~backend.tri(row, col, offset - 1, dtype=bool)
     out = backend.stack(backend.nonzero(keep)).astype("int64")  # row-major order, as PyTorch
-    return Tensor._constant(out.reshape(2, -1), backend)
+    return from_array(out.reshape(2, -1), backend)
 
 
 def tril_indices(row, col, offset=0, dtype=None, device=None):
@@ -173,7 +173,7 @@ def unfold(x, dimension, size, step):  # a Tensor method only: F.unfold is im2co
     xp = x._backend
     count = (length - size) // step + 1
     starts = xp.arange(count)[:, None] * step
-    windows = constant_like(starts + xp.arange(size)[None, :], x)  # (count, size)
+    windows = from_array(starts + xp.arange(size)[None, :], x._backend)  # (count, size)
     return movedim(getitem(x, _along(dim, windows)), dim + 1, -1)
 
 
@@ -199,7 +199,7 @@ def repeat_interleave(x, repeats=None, dim=None, output_size=None):
     """Each element (or slice along dim) repeated `repeats` times in a row: an int or one count
     per element. repeat_interleave(counts) alone gives arange repeated by the counts."""
     if repeats is None:  # torch.repeat_interleave(repeats)
-        repeats, x = x, constant_like(x._backend.arange(x.numel()), x)
+        repeats, x = x, from_array(x._backend.arange(x.numel()), x._backend)
     if dim is None:
         x, dim = x.reshape(-1), 0
     dim = normalize_dim(dim, x.ndim, "repeat_interleave")
@@ -211,7 +211,7 @@ def repeat_interleave(x, repeats=None, dim=None, output_size=None):
                            f"has size {size}")
     if xp.any(xp.asarray(counts) < 0):
         raise RuntimeError("repeat_interleave: repeats must be non-negative")
-    picks = constant_like(xp.repeat(xp.arange(size), counts), x)
+    picks = from_array(xp.repeat(xp.arange(size), counts), x._backend)
     if output_size is not None and picks.numel() != output_size:
         raise RuntimeError(f"repeat_interleave: output_size {output_size} but the repeats give "
                            f"{picks.numel()}")

@@ -13,7 +13,7 @@ the state (S = sum phi(k) v^T, z = sum phi(k)).
 Composites only: the gradients come from the ops. Equal to the quadratic form
 phi(Q) phi(K)^T (masked) V normalised, which the tests compute.
 """
-from ..tensor import Tensor
+from ..tensor import from_array
 from .activation import elu, relu
 from .reduce import cumsum
 from .shape import pad
@@ -109,7 +109,7 @@ def _causal(fq, fk, v, eps, chunk_size, state):
         before_kv = before_kv + state[0].unsqueeze(-3)
         before_z = before_z + state[1].unsqueeze(-2)
     xp = fq._backend
-    lower = Tensor._constant(xp.tril(xp.ones((c, c), dtype=fq.dtype)), xp)
+    lower = from_array(xp.tril(xp.ones((c, c), dtype=fq.dtype)), xp)
     inner = (fq @ fk.mT) * lower  # (..., n, c, E) @ (..., n, E, c) -> (..., n, c, c), j <= i
     num = fq @ before_kv + inner @ v  # (..., n, c, Ev)
     den = (fq * before_z.unsqueeze(-2)).sum(-1, keepdim=True) + inner.sum(-1, keepdim=True)

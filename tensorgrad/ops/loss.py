@@ -15,7 +15,7 @@ import math
 from ..autograd import guard, primitive
 from ..backend.overrides import overridable
 from ..errors import OpError
-from ..tensor import Tensor
+from ..tensor import Tensor, from_array
 from .activation import _log1p_exp
 from .binary import xlogy
 from .operands import as_operand, require_float
@@ -39,10 +39,10 @@ def _cross_entropy_composite(logits, target, weight, ignore_index, label_smoothi
     valid, safe, w, w_t = _class_weights(xp, logits.data, target, weight, ignore_index)
 
     def const(array):
-        return Tensor._constant(xp.asarray(array, dtype=logits.dtype), xp)
+        return from_array(xp.asarray(array, dtype=logits.dtype), xp)
 
     logp = log_softmax(logits, dim=1)  # (N, C)
-    picked = logp.gather(1, Tensor._constant(safe[:, None], xp)).squeeze(1)  # (N,)
+    picked = logp.gather(1, from_array(safe[:, None], xp)).squeeze(1)  # (N,)
     loss = const((1.0 - label_smoothing) * w_t) * -picked
     if label_smoothing:
         spread = -(logp * const(w)).sum(1)
@@ -113,7 +113,7 @@ def _cross_entropy_vjp(ctx, g):
     grad[xp.arange(n), safe] -= (1.0 - eps) * w_t * s
     if eps:
         grad -= ((eps / classes) * valid * s)[:, None] * w
-    return Tensor._constant(grad, xp)
+    return from_array(grad, xp)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -257,8 +257,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     valid = flat != ignore_index
     safe = xp.where(valid, flat, 0)
     w_t = valid.astype(input.dtype) if weight_data is None else weight_data[safe] * valid
-    w_t = Tensor._constant(w_t, xp)
-    picked = scores.gather(1, Tensor._constant(safe[:, None], xp)).reshape(-1)  # (M,)
+    w_t = from_array(w_t, xp)
+    picked = scores.gather(1, from_array(safe[:, None], xp)).reshape(-1)  # (M,)
     loss = guard(-picked * w_t, target, weight)  # as PyTorch, which saves them
     if reduction == "none":
         return loss.reshape(target.shape)

@@ -5,7 +5,7 @@ does neither, and float32 must survive a whole training step, so binary ops pass
 """
 from .. import backend as _backends
 from ..creation import tensor
-from ..tensor import Tensor
+from ..tensor import Tensor, from_array
 
 _SCALARS = (bool, int, float)
 
@@ -50,14 +50,9 @@ def _scalar_constant(value, like):
         if len(_constants) > 1024:
             _constants.clear()
         dtype = scalar_dtype(value, like_dtype)
-        constant = Tensor._constant(backend.asarray(value, dtype=dtype), backend)
+        constant = from_array(backend.asarray(value, dtype=dtype), backend)
         _constants[key] = constant
     return constant
-
-
-def constant_like(array, like):
-    """An array as a tensor outside the graph, on `like`'s backend (indices, masks, fills)."""
-    return Tensor._constant(array, like._backend)
 
 
 def result_dtype(da, db):
@@ -88,7 +83,8 @@ def binary_operands(a, b):
         if not isinstance(b, Tensor):
             raise TypeError(f"expected at least one Tensor, got {type(a).__name__} and "
                             f"{type(b).__name__}")
-        a = as_operand(a, b)
+        # a scalar on the left (`2 * x`, `1 - p`) takes the same path as one on the right
+        a = _scalar_constant(a, b) if type(a) in _PYTHON_SCALARS else as_operand(a, b)
     elif not isinstance(b, Tensor):
         b = as_operand(b, a)
     da, db = a.data.dtype, b.data.dtype

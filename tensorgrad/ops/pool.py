@@ -9,7 +9,7 @@ import math
 
 from ..creation import zeros
 from ..errors import OpError
-from ..tensor import Tensor
+from ..tensor import from_array
 from .conv import _im2col, ntuple
 
 
@@ -82,7 +82,7 @@ def _winners(x, positions):
 
 def _gather_winners(x, winners, return_indices):
     n, c = x.shape[:2]
-    index = Tensor._constant(winners.astype(x._backend.int64, copy=False), x._backend)
+    index = from_array(winners.astype(x._backend.int64, copy=False), x._backend)
     flat = (n, c, math.prod(x.shape[2:]))  # sizes spelled out: an empty batch is valid input
     picks = index.reshape(n, c, math.prod(index.shape[2:]))
     out = x.reshape(flat).gather(2, picks).reshape(index.shape)
@@ -156,7 +156,7 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                                                         widths)):
             along = _divisor_1d(xp, size, m, k, s, p, count_include_pad)
             divisor = divisor * along.reshape((-1,) + (1,) * (spatial - 1 - i))
-        out = sums / Tensor._constant(xp.asarray(divisor, dtype=x.dtype), xp)
+        out = sums / from_array(xp.asarray(divisor, dtype=x.dtype), xp)
     return out.squeeze(0) if unbatched else out
 
 
@@ -211,7 +211,7 @@ def _adaptive_avg(input, output_size, spatial, op):
         average = xp.zeros((size, out), dtype=x.dtype)  # column j averages window j
         for j, (lo, hi) in enumerate(_bounds(size, out)):
             average[lo:hi, j] = 1.0 / (hi - lo)
-        matrix = Tensor._constant(average, xp)
+        matrix = from_array(average, xp)
         x = (x.movedim(dim, -1) @ matrix).movedim(-1, dim)  # (..., size) @ (size, out)
     return x.squeeze(0) if unbatched else x
 

@@ -1,58 +1,18 @@
-"""The matrix- and vector-product family as composites of matmul, mul and sum: mm, bmm, mv,
-dot/vdot, outer/ger, inner, addmm/addmv/baddbmm/addbmm, tensordot, kron, trace, cross, cdist.
+"""The other products, as composites of matmul, mul and sum: dot/vdot, outer/ger, inner,
+addmm/addmv/baddbmm/addbmm, tensordot, kron, trace, cross, cdist (matmul, mm, bmm, mv and
+linear are in matmul.py, einsum in einsum.py).
 
-mm, bmm, mv and dot check their operands' ranks and sizes as strictly as PyTorch does (matmul's
-broadcasting would otherwise accept what torch rejects)."""
+dot checks its operands' ranks and sizes as strictly as PyTorch does (matmul's broadcasting
+would otherwise accept what torch rejects)."""
 import math
 
-from ..tensor import Tensor, tensor_method
-from .linalg import _same_dtype, matmul
+from ..tensor import tensor_method
+from .matmul import _check_product, _require, _same_dtype, bmm, matmul, mm, mv
 from .operands import normalize_dim
 from .reduce import amax, sum
 from .select import where
 from .shape import broadcast_shapes, broadcast_tensors, stack
 from .unary import abs, inplace_form, sign, sqrt
-
-
-def _require(op, cond, message, *tensors):
-    if not cond:
-        shapes = " and ".join(str(t.shape) for t in tensors)
-        raise RuntimeError(f"{op}: {message} (got shapes {shapes})")
-
-
-def _check_product(op, a, b, ranks, same_dtype=True):
-    for t in (a, b):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{op}: expected Tensors, got {type(t).__name__}")
-    _require(op, (a.ndim, b.ndim) == ranks,
-             f"expected a {ranks[0]}-D and a {ranks[1]}-D tensor", a, b)
-    if same_dtype:
-        _same_dtype(op, a, b)
-
-
-@tensor_method
-def mm(input, mat2):
-    """(n, m) @ (m, p) -> (n, p); no broadcasting, no 1-D operands."""
-    _check_product("mm", input, mat2, (2, 2))
-    _require("mm", input.shape[1] == mat2.shape[0], "inner sizes differ", input, mat2)
-    return matmul(input, mat2)
-
-
-@tensor_method
-def bmm(input, mat2):
-    """(b, n, m) @ (b, m, p) -> (b, n, p); the batch sizes must be equal (no broadcasting)."""
-    _check_product("bmm", input, mat2, (3, 3))
-    _require("bmm", input.shape[0] == mat2.shape[0] and input.shape[2] == mat2.shape[1],
-             "expected batch2 of shape (b, m, p) for batch1 of shape (b, n, m)", input, mat2)
-    return matmul(input, mat2)
-
-
-@tensor_method
-def mv(input, vec):
-    """(n, m) @ (m,) -> (n,)."""
-    _check_product("mv", input, vec, (2, 1))
-    _require("mv", input.shape[1] == vec.shape[0], "sizes differ", input, vec)
-    return matmul(input, vec)
 
 
 @tensor_method

@@ -5,7 +5,7 @@ As in PyTorch, a sample drawn from parameters that require grad requires grad to
 gradient: sampling is not reparameterised (write mean + std * randn for that).
 """
 from .. import backend as _backends
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor, from_array, tensor_method
 from .select import where
 
 
@@ -13,7 +13,7 @@ def _zero_gradient(sample, *params):
     """`sample`, attached to the tensor params that require grad with a zero gradient."""
     for p in params:
         if isinstance(p, Tensor) and p.requires_grad:
-            never = Tensor._constant(p._backend.zeros(sample.shape, dtype=bool), p._backend)
+            never = from_array(p._backend.zeros(sample.shape, dtype=bool), p._backend)
             sample = where(never, p.to(sample.dtype), sample)
     return sample
 
@@ -55,7 +55,7 @@ def multinomial(input, num_samples, replacement=False):
         times = xp.where(some, -xp.log1p(-u) / xp.where(some, weights, 1.0), xp.inf)
         picks = xp.argsort(times, axis=1, kind="stable")[:, :num_samples]
     picks = picks.astype("int64")
-    return Tensor._constant(picks.reshape(num_samples) if input.ndim == 1 else picks, xp)
+    return from_array(picks.reshape(num_samples) if input.ndim == 1 else picks, xp)
 
 
 def _check_probabilities(p, op):
@@ -77,7 +77,7 @@ def bernoulli(input, p=None):
         prob = input.data
     draw = xp.random_uniform(input.shape, _backends.float64) < prob
     dtype = input.dtype if input.dtype.kind in "fc" else _backends.get_default_dtype()
-    return _zero_gradient(Tensor._constant(draw.astype(dtype), xp), input if p is None else None)
+    return _zero_gradient(from_array(draw.astype(dtype), xp), input if p is None else None)
 
 
 def normal(mean, std=1.0, size=None, dtype=None, device=None):
@@ -100,7 +100,7 @@ def normal(mean, std=1.0, size=None, dtype=None, device=None):
     if bool((backend.asarray(s) < 0).any()):
         raise RuntimeError("normal: std must be non-negative")
     sample = backend.random_normal(shape, dtype) * s + m
-    return _zero_gradient(Tensor._constant(sample.astype(dtype, copy=False), backend), *tensors)
+    return _zero_gradient(from_array(sample.astype(dtype, copy=False), backend), *tensors)
 
 
 # --- in-place fills ------------------------------------------------------------------------------

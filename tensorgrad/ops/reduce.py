@@ -4,7 +4,7 @@ import builtins
 from collections import namedtuple
 
 from ..autograd import is_grad_enabled, primitive
-from ..tensor import Tensor, _numpy_names, tensor_method
+from ..tensor import Tensor, _numpy_names, from_array, tensor_method
 from .compare import isfinite, isnan
 from .select import maximum, where
 from .unary import exp, log, sqrt
@@ -342,9 +342,9 @@ def _cumprod_vjp_by_pairs(x, g, dim):
     prod(x_k, k < j) times prod(x_k, j < k <= i) for each pair (j, i); no mask depends on x."""
     xs, gs = x.movedim(dim, -1), g.movedim(dim, -1)  # (..., n)
     n, xp = xs.shape[-1], x._backend
-    above = Tensor._constant(~xp.tri(n, n, 0, dtype=bool), xp)  # [j, k]: k > j
+    above = from_array(~xp.tri(n, n, 0, dtype=bool), xp)  # [j, k]: k > j
     between = _cumprod(where(above, xs.unsqueeze(-2), 1.0), dim=-1)  # [j, i]: prod(j < k <= i)
-    later = Tensor._constant(~xp.tri(n, n, -1, dtype=bool), xp)  # [j, i]: i >= j
+    later = from_array(~xp.tri(n, n, -1, dtype=bool), xp)  # [j, i]: i >= j
     weighted = _sum(where(later, gs.unsqueeze(-2), 0.0) * between, dim=(xs.ndim,), keepdim=False)
     shifted = cat([xs.narrow(-1, 0, 1) * 0 + 1, xs.narrow(-1, 0, n - 1)], -1)
     return (_cumprod(shifted, dim=-1) * weighted).movedim(-1, dim)  # prod(x_k, k < j) * ...

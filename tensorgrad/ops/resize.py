@@ -8,7 +8,7 @@ which makes the gradient (the transposed matrix) and every higher derivative com
 """
 import math
 
-from ..tensor import Tensor
+from ..tensor import from_array
 from .operands import require_float
 from .pool import _adaptive_avg
 
@@ -115,10 +115,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         dim, length = 2 + i, x.shape[2 + i]
         if mode.startswith("nearest"):
             index = _nearest_index(xp, length, out, factor, mode == "nearest-exact")
-            x = x[(slice(None),) * dim + (Tensor._constant(index, xp),)]
+            x = x[(slice(None),) * dim + (from_array(index, xp),)]
             continue
         dtype = x.dtype if not image else xp.float32
-        matrix = Tensor._constant(_resampling_matrix(xp, length, out, factor, bool(align_corners),
+        matrix = from_array(_resampling_matrix(xp, length, out, factor, bool(align_corners),
                                                      mode == "bicubic", dtype), xp)
         y = x.to(dtype) if image else x
         x = (y.movedim(dim, -1) @ matrix).movedim(-1, dim)  # (..., length) @ (length, out)

@@ -7,10 +7,10 @@ gathered back) and `scatter_prod` (zero-safe). Everything else is gather/scatter
 """
 from ..autograd import guard, primitive
 from ..errors import OpError, OpIndexError
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor, from_array, tensor_method
 from .index import _along, _check_along, _fit, _gather, _scatter_add, getitem, scatter_add
 from .select import where
-from .operands import constant_like, normalize_dim
+from .operands import normalize_dim
 from .unary import inplace_form
 
 
@@ -19,7 +19,7 @@ def _touched(x, dim, index):
     xp = x._backend
     counts = xp.zeros(x.shape, dtype="int64")
     xp.scatter_add(counts, _along(xp, index, dim), xp.ones(index.shape, dtype="int64"))
-    return constant_like(counts > 0, x), constant_like(counts, x)
+    return from_array(counts > 0, x._backend), from_array(counts, x._backend)
 
 
 @primitive("scatter")
@@ -32,7 +32,7 @@ def _scatter(xp, x, src, dim, index):
 @_scatter.defvjp
 def _scatter_vjp(ctx, g):
     dim, index = ctx.attrs["dim"], ctx.attrs["index"]
-    cleared = constant_like(g._backend.zeros(index.shape, dtype=g.dtype), g)
+    cleared = from_array(g._backend.zeros(index.shape, dtype=g.dtype), g._backend)
     return (_scatter(g, cleared, dim=dim, index=index) if ctx.needs_grad[0] else None,
             _gather(g, dim=dim, index=index) if ctx.needs_grad[1] else None)
 
@@ -122,7 +122,7 @@ def _scatter_reduce(x, dim, index, src, reduce, include_self):
             info = xp.finfo(x.dtype) if x.dtype.kind == "f" else xp.iinfo(x.dtype)
             result[touched.data] = info.max if reduce == "amin" else info.min
         (xp.minimum if reduce == "amin" else xp.maximum).at(result, _along(xp, idx, dim), src.data)
-        result = constant_like(result, x)
+        result = from_array(result, x._backend)
         src_hit = src == _gather(result, dim=dim, index=idx)
         self_hit = (x == result) if include_self else ~touched  # where x's own value takes part
         hits = _scatter_add(src_hit.to(x.dtype), dim=dim, index=idx, shape=x.shape) + \
@@ -191,7 +191,7 @@ def index_fill(x, dim, index, value):
     dim, spread = _index_along(x, dim, index, None, "index_fill")
     mask = x._backend.zeros(x.shape, dtype=bool)
     mask[(slice(None),) * dim + (spread.reshape(-1),)] = True
-    return guard(where(constant_like(mask, x), value, x), index)
+    return guard(where(from_array(mask, x._backend), value, x), index)
 
 
 @tensor_method
@@ -262,12 +262,12 @@ def nonzero(x, as_tuple=False):
     xp = x._backend
     if x.ndim == 0:
         count = int(bool(x.data))
-        return ((constant_like(xp.zeros(count, dtype="int64"), x),) if as_tuple else
-                constant_like(xp.zeros((count, 0), dtype="int64"), x))
+        return ((from_array(xp.zeros(count, dtype="int64"), x._backend),) if as_tuple else
+                from_array(xp.zeros((count, 0), dtype="int64"), x._backend))
     found = tuple(i.astype("int64") for i in xp.nonzero(x.data))
     if as_tuple:
-        return tuple(constant_like(i, x) for i in found)
-    return constant_like(xp.stack(found, axis=1), x)
+        return tuple(from_array(i, x._backend) for i in found)
+    return from_array(xp.stack(found, axis=1), x._backend)
 
 
 @tensor_method
@@ -286,11 +286,11 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None):
     data = x.data.reshape(-1) if dim is None else x.data
     values, inverse, counts = xp.unique(data, return_inverse=True, return_counts=True, axis=dim)
     inverse = inverse.reshape(x.shape if dim is None else (x.shape[dim],)).astype("int64")
-    out = (constant_like(values, x),)
+    out = (from_array(values, x._backend),)
     if return_inverse:
-        out += (constant_like(inverse, x),)
+        out += (from_array(inverse, x._backend),)
     if return_counts:
-        out += (constant_like(counts.astype("int64"), x),)
+        out += (from_array(counts.astype("int64"), x._backend),)
     return out if len(out) > 1 else out[0]
 
 
@@ -305,7 +305,7 @@ def bincount(x, weights=None, minlength=0):
     xp = x._backend
     w = None if weights is None else weights.data
     out = xp.bincount(x.data, weights=w, minlength=minlength)
-    return constant_like(out.astype("int64" if w is None else w.dtype), x)
+    return from_array(out.astype("int64" if w is None else w.dtype), x._backend)
 
 
 # --- in-place forms (scatter_, index_add_ ...): the meaning every in-place op has (unary.py's

@@ -98,3 +98,11 @@ def where(condition, a, b):
                            f"{a.device}")
     return guard(_where(a, b, condition=condition), condition)
 
+
+def _where_method(self, condition, other):
+    """`self` where condition holds, else `other` (torch.Tensor.where)."""
+    return where(condition, self, other)
+
+
+tensor_method(_where_method, "where")
+

@@ -5,7 +5,7 @@ import math
 from ..autograd import primitive
 from ..backend import as_dtype
 from ..errors import OpError
-from ..tensor import _numpy_names, tensor_method
+from ..tensor import _numpy_names, from_array, tensor_method
 from .select import where
 from .operands import normalize_dim, result_dtype
 
@@ -373,7 +373,6 @@ def pad(x, pad, mode="constant", value=None):
 def _pad_index(x, dim, before, after, mode):
     """Which source element each position of the padded dim reads, as an index tensor; a
     negative width starts or ends inside the dim."""
-    from ..tensor import Tensor
     xp, size = x._backend, x.shape[dim]
     limit = size - 1 if mode == "reflect" else size if mode == "circular" else None
     if size == 0 and size + before + after:
@@ -390,7 +389,7 @@ def _pad_index(x, dim, before, after, mode):
         position = xp.clip(position, 0, size - 1)
     else:
         position = position % size
-    return Tensor._constant(position, xp)
+    return from_array(position, xp)
 
 
 @primitive("flip")
@@ -420,13 +419,12 @@ def _triangle(x, diagonal, lower):
     if x.ndim < 2:
         raise RuntimeError(f"{'tril' if lower else 'triu'}: needs at least 2 dimensions, got "
                            f"shape {x.shape}")
-    from ..tensor import Tensor
     xp = x._backend
     rows, cols = x.shape[-2:]
     keep = xp.tri(rows, cols, diagonal, dtype=bool) if lower else \
         ~xp.tri(rows, cols, diagonal - 1, dtype=bool)
-    zero = Tensor._constant(xp.zeros((), x.dtype), xp)  # a Python 0 would make bool int64
-    return where(Tensor._constant(keep, xp), x, zero)
+    zero = from_array(xp.zeros((), x.dtype), xp)  # a Python 0 would make bool int64
+    return where(from_array(keep, xp), x, zero)
 
 
 @tensor_method

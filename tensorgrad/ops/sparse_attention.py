@@ -18,7 +18,7 @@ Composites only (index ops, matmul, where, logsumexp, exp): the gradients, to an
 from those ops. Masked scores are set to the dtype's lowest finite value, as in
 `scaled_dot_product_attention`, and a query with no allowed key outputs 0 (PyTorch: NaN).
 """
-from ..tensor import Tensor
+from ..tensor import Tensor, from_array
 from .dropout import dropout
 from .reduce import logsumexp
 from .select import where
@@ -64,12 +64,12 @@ def block_sparse_attention(query, key, value, key_index, allowed, query_index=No
     if key_padding_mask is not None:
         # (B, Tk) -> the gathered keys (B, 1, nb, 1, L): True where a real key
         real = ~key_padding_mask.data[:, key_index.data]
-        keep = keep & Tensor._constant(real.reshape(real.shape[0], 1, nb, 1, length), xp)
+        keep = keep & from_array(real.reshape(real.shape[0], 1, nb, 1, length), xp)
     bias = None
     if alibi_slopes is not None:
         qpos = (xp.arange(nb * b).reshape(nb, b) if query_index is None else query_index.data)
         distance = xp.abs(qpos[:, :, None] - key_index.data[:, None, :]).astype(query.dtype)
-        bias = -alibi_slopes.reshape(hq, 1, 1, 1) * Tensor._constant(distance, xp)  # (Hq,nb,b,L)
+        bias = -alibi_slopes.reshape(hq, 1, 1, 1) * from_array(distance, xp)  # (Hq,nb,b,L)
     if groups > 1:  # (..., Hq, ...) -> (..., Hk, G, ...); keys and values get a size-1 G
         q = q.reshape(q.shape[:-4] + (hk, groups) + q.shape[-3:])
         k, v = k.unsqueeze(-4), v.unsqueeze(-4)
@@ -108,7 +108,7 @@ def merge_attention(*parts):
             out = out + o * exp(lse - total)
     xp = out._backend
     live = total.data > xp.finfo(total.dtype).min / 2  # lowest finite + log(L) stays lowest
-    return out if bool(live.all()) else where(Tensor._constant(live, xp), out, 0.0)
+    return out if bool(live.all()) else where(from_array(live, xp), out, 0.0)
 
 
 def gather_tokens(x, index):
@@ -143,7 +143,7 @@ def _place(out, lse, query_index, tq):
     slots = query_index.data.reshape(-1)
     where_is = xp.full(tq + 1, slots.size, dtype=slots.dtype)  # the filler row by default
     where_is[slots] = xp.arange(slots.size)  # empty slots write to the dropped entry tq
-    rows = Tensor._constant(where_is[:tq].reshape(1, tq), xp)
+    rows = from_array(where_is[:tq].reshape(1, tq), xp)
     lowest = float(xp.finfo(lse.dtype).min)
     out = cat([out, out[..., :1, :] * 0.0], dim=-2)
     lse = cat([lse, lse[..., :1, :] * 0.0 + lowest], dim=-2)

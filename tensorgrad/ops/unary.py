@@ -10,7 +10,7 @@ log(1000) / log(10) is 2.9999999999999996; the backend's own functions are exact
 import math
 
 from ..autograd import primitive
-from ..tensor import Tensor, tensor_method
+from ..tensor import from_array, tensor_method
 from .operands import require_float
 from .select import where
 
@@ -359,7 +359,7 @@ arcsinh, arccosh, arctanh = (tensor_method(f, "arc" + f.__name__[1:])
 
 # --- rounding: piecewise constant, so the gradient is zero (as in PyTorch, rather than an error)
 def _zero_vjp(ctx, g):
-    return Tensor._constant(ctx.backend.zeros_like(g.data), ctx.backend)
+    return from_array(ctx.backend.zeros_like(g.data), ctx.backend)
 
 
 def _rounding(name, forward):
@@ -406,6 +406,9 @@ def abs(x):
     return _abs(x)
 
 
+tensor_method(abs, "__abs__")
+
+
 @tensor_method
 def rsqrt(x):
     return sqrt(x).reciprocal()
@@ -430,7 +433,7 @@ def sinc(x):
 # --- in-place forms: x.exp_() and friends, for tensors autograd does not track -------------------
 def apply_inplace(x, op, name, *args, **kwargs):
     """Compute op(x, ...) and write it into x: what x.exp_() and F.relu(x, inplace=True) do, with
-    the meaning every in-place op has here (Tensor._update, tensorgrad/inplace.py): in memory
+    the meaning every in-place op has here (`_update` in tensorgrad/inplace.py): in memory
     outside the graph, PyTorch's error on a leaf that requires grad, and the Tensor object
     taking the result inside the graph."""
     return x._update(name, lambda t, _: op(t, *args, **kwargs), None)

@@ -7,7 +7,7 @@ import math
 
 from .. import autograd
 from ..autograd import Node
-from ..tensor import Tensor, new_tensor
+from ..tensor import from_array
 from .text import format_values
 
 _RELEASED = ("draw: the graph of this tensor was freed by backward(); draw it before calling "
@@ -62,7 +62,7 @@ def walk_graph(output, names, levels, backward, show_values, show_grad):
     for step, node in enumerate(order, 1):
         shape, dtype, value = outs.pop(id(node))
         if value is None and node.out_data is not None:
-            value = Tensor._constant(node.out_data, node.backend)
+            value = from_array(node.out_data, node.backend)
         item = Item("op", node.scope, node.prim.name, shape, dtype, value, node.backend.device)
         item.steps, item.ops, item.root = [step], 1, node is root
         item.nbytes = _saved_bytes(node, held)
@@ -170,15 +170,15 @@ def _replay(order, items):
             datas.append(value.data)
         else:
             out = node.prim.forward(node.backend, *datas, **node.attrs)
-            item.value = Tensor._constant(node.backend.asarray(out), node.backend)
+            item.value = from_array(node.backend.asarray(out), node.backend)
             item.bad = item.bad or nonfinite(item.value)
 
 
 def _attach_grads(output, items, order):
     """d(output)/d(each drawn tensor), from the engine itself; `.grad` fields are not touched."""
     leaves = _leaf_tensors(order)
-    proxies = [new_tensor(Tensor, None, n.backend, True, n, None) for n in order]
-    seed = Tensor._constant(output._backend.ones_like(output.data), output._backend)
+    proxies = [from_array(None, n.backend, True, n, None) for n in order]
+    seed = from_array(output._backend.ones_like(output.data), output._backend)
     grads = autograd.run_backward([output], [seed], retain_graph=True, create_graph=False,
                                   inputs=proxies + leaves)
     keys = [("op", id(n)) for n in order] + [("leaf", id(t)) for t in leaves]

@@ -21,6 +21,7 @@ ENV = {"TENSORGRAD_NUMBA": "0"}  # compiling the kernels on each rank would only
 
 @pytest.fixture
 def train(monkeypatch):
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # the examples import common
     spec = importlib.util.spec_from_file_location("train_gpt", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -3,6 +3,7 @@ each report their counts, losses and timings, and keep only what they trained.""
 import importlib.util
 import json
 import pathlib
+import sys
 
 import pytest
 
@@ -10,6 +11,7 @@ EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def _load():
+    sys.path.insert(0, str(EXAMPLES))  # the examples import common
     spec = importlib.util.spec_from_file_location("finetune_lora", EXAMPLES / "finetune_lora.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

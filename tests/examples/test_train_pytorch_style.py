@@ -14,6 +14,7 @@ SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_pytor
 def run(monkeypatch, capsys, *args):
     pytest.importorskip("sklearn")
     monkeypatch.setattr(sys, "argv", [str(SCRIPT), *args])
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # as when the script is run: it imports common
     script = runpy.run_path(str(SCRIPT), run_name="__main__")
     printed = re.sub(r"in [\d.]+ s", "in _ s", capsys.readouterr().out)  # all but the timing
     return script, printed

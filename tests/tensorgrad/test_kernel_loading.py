@@ -1,10 +1,12 @@
-"""backend/kernel_loading.py: on a cold kernel cache the ops run their array code while a
-background thread builds the kernels, then the kernels take over; on a warm one they run at
-once; TENSORGRAD_NUMBA=wait and =0."""
+"""backend/kernel_loading.py: an op runs its array code while a background thread imports Numba
+and builds its family of kernels (compiling on a cold cache, with a message; loading on a warm
+one, silently), then the kernels take over; only the families a run asks for are built;
+TENSORGRAD_NUMBA=wait and =0; a broken kernel module is an error."""
 import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -14,25 +16,26 @@ from tensorgrad.backend import kernel_loading
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytest.importorskip("numba", reason="numba is not installed: there are no kernels to load "
                                     "(pip install tensorgrad[fast])")
+F32 = np.dtype(np.float32)
 
 
 @pytest.fixture
 def fresh(monkeypatch, tmp_path):
     """A process that has asked for no kernels yet, with an empty cache and background mode;
-    the warm-up step waits for `release`."""
+    each recipe records what it was run for and waits for `release`."""
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("TENSORGRAD_NUMBA", "1")
-    monkeypatch.setattr(kernel_loading, "_ready", set())
-    monkeypatch.setattr(kernel_loading, "_started", set())
-    monkeypatch.setattr(kernel_loading, "_announced", False)
+    for name, value in (("_ready", set()), ("_asked", set()), ("_queue", []),
+                        ("_failed", []), ("_announced", False), ("_worker", None)):
+        monkeypatch.setattr(kernel_loading, name, value)
     release, ran = threading.Event(), []
 
-    def step(dtype):
-        ran.append((dtype, kernel_loading.is_warming()))
+    def run(family, dtype):
+        ran.append((family, dtype, kernel_loading.is_warming()))
         assert release.wait(30)
 
     from tensorgrad import warmup
-    monkeypatch.setattr(warmup, "step", step)
+    monkeypatch.setattr(warmup, "run", run)
     return release, ran, tmp_path
 
 
@@ -42,34 +45,89 @@ def _wait_for_warm_up():
             thread.join(30)
 
 
+def _until(condition):
+    for _ in range(3000):
+        if condition():
+            return
+        time.sleep(0.01)
+
+
 def test_a_cold_cache_runs_the_array_code_until_the_background_build_is_done(fresh, capsys):
     release, ran, cache = fresh
     x = np.zeros(4, np.float32)
-    assert not kernel_loading.ready([x]) and not kernel_loading.ready([None, x])
+    assert not kernel_loading.ready([x], "relu") and not kernel_loading.ready([None, x], "relu")
+    _until(lambda: ran)  # the thread imports Numba, says it compiles, then runs the recipe
     assert capsys.readouterr().err.count("compiling CPU kernels for float32") == 1
     release.set()
     _wait_for_warm_up()
-    assert ran == [(np.dtype(np.float32), True)]  # the step ran as the warm-up's
-    assert kernel_loading.ready([x])
-    assert [p.name for p in cache.iterdir() if p.name.startswith("tensorgrad-warm-float32")]
-    # float64 is asked for apart, and says nothing more
-    assert not kernel_loading.ready([x.astype(np.float64)])
+    assert ran == [("relu", F32, True)]  # the recipe ran as the warm-up's, for relu alone
+    assert kernel_loading.ready([x], "relu")
+    assert [p.name for p in cache.iterdir() if p.name.startswith("tensorgrad-warm-relu-float32")]
+    # another family, and float64, are asked for apart, and say nothing more
+    assert not kernel_loading.ready([x], "gelu")
+    assert not kernel_loading.ready([x.astype(np.float64)], "relu")
+    _wait_for_warm_up()
+    assert ran[1:] == [("gelu", F32, True), ("relu", np.dtype(np.float64), True)]
     assert "compiling" not in capsys.readouterr().err
+
+
+def test_only_the_families_a_run_asks_for_are_built(fresh):
+    release, ran, _ = fresh
+    release.set()
+    x = np.zeros(4, np.float32)
+    for family in ("layer_norm", "linear", "layer_norm"):
+        kernel_loading.ready([x], family)
+    _wait_for_warm_up()
+    assert [family for family, *_ in ran] == ["layer_norm", "linear"]
+    assert kernel_loading.ready([x], "linear") and not kernel_loading.ready([x], "attention")
     _wait_for_warm_up()
 
 
-def test_a_warm_cache_runs_the_kernels_at_once(fresh, monkeypatch, capsys):
+def test_a_warm_cache_loads_the_kernels_in_the_background_too_and_says_nothing(
+        fresh, monkeypatch, capsys):
     release, ran, cache = fresh
     release.set()
-    kernel_loading.warm_up("float32")  # what `python -m tensorgrad.warmup` does
+    kernel_loading.warm_up("float32", ["relu"])  # what `python -m tensorgrad.warmup` does
     monkeypatch.setattr(kernel_loading, "_ready", set())  # a new process, the same cache
-    assert kernel_loading.ready([np.zeros(3, np.float32)])
-    assert capsys.readouterr().err == "" and len(ran) == 1
+    x = np.zeros(3, np.float32)
+    assert not kernel_loading.ready([x], "relu")  # importing Numba alone takes a while: not here
+    _wait_for_warm_up()
+    assert kernel_loading.ready([x], "relu")
+    assert capsys.readouterr().err == "" and len(ran) == 2
+
+
+def test_the_warmup_builds_every_family(fresh):
+    from tensorgrad import warmup
+    release, ran, _ = fresh
+    release.set()
+    kernel_loading.warm_up("float64")
+    assert [family for family, *_ in ran] == list(warmup.RECIPES)
+    x = np.zeros(3, np.float64)
+    assert all(kernel_loading.ready([x], family) for family in warmup.RECIPES)
+    assert kernel_loading.ready([x])  # a caller naming no family: every one is built
+
+
+def test_a_broken_kernel_module_is_an_error_at_the_next_op(fresh, monkeypatch):
+    def load():
+        raise SyntaxError("a typo in a kernel")
+
+    monkeypatch.setattr(kernel_loading, "load", load)
+    x = np.zeros(3, np.float32)
+    assert not kernel_loading.ready([x], "relu")
+    _wait_for_warm_up()
+    with pytest.raises(SyntaxError, match="a typo in a kernel"):
+        kernel_loading.ready([x], "relu")
+
+
+def test_other_dtypes_start_nothing(fresh):
+    for dtype in (np.float16, np.int64, np.bool_):
+        assert not kernel_loading.ready([np.zeros(3, dtype)], "relu")
+    assert not kernel_loading._asked and kernel_loading._worker is None
 
 
 def test_wait_mode_builds_in_the_calling_thread(fresh, monkeypatch):
     monkeypatch.setenv("TENSORGRAD_NUMBA", "wait")
-    assert kernel_loading.ready([np.zeros(3, np.float32)])
+    assert kernel_loading.ready([np.zeros(3, np.float32)], "relu")
     assert not [t for t in threading.enumerate() if t.name.startswith("tensorgrad-warmup")]
 
 

@@ -132,6 +132,30 @@ def test_batches_that_do_not_fold_into_one_stride(every_size):
 
 
 @needs_mkl
+def test_the_grouped_calls_arguments_live_until_it_returns(every_size, monkeypatch):
+    """Each argument of the grouped call is an array read by address. One made in the call's
+    argument list was freed before MKL read it: NumPy gave its memory to the next small array,
+    and MKL read a wrong group size (a crash beside a second thread, or wrong products)."""
+    import ctypes
+    real = mkl_blas._grouped[np.dtype(np.float32)]
+    seen = []
+
+    def spy(*args):
+        reuse = [np.full(1, -7, np.intc) for _ in range(64)]  # takes any freed small block
+        read = lambda address: ctypes.c_int.from_address(address).value  # noqa: E731
+        seen.append((read(args[3]), read(args[4]), read(args[5]), args[14], read(args[15])))
+        del reuse
+        return real(*args)
+
+    monkeypatch.setitem(mkl_blas._grouped, np.dtype(np.float32), spy)
+    rng = np.random.default_rng(6)
+    qkv = rng.standard_normal((2, 7, 3 * 4, 5)).astype(np.float32).transpose(0, 2, 1, 3)
+    q, k = qkv[:, :4], qkv[:, 4:8]  # batch dims that do not fold: the grouped call
+    _check(q, k.swapaxes(-1, -2))
+    assert seen == [(7, 7, 5, 1, 8)]  # m, n, k, one group of 2 x 4 products
+
+
+@needs_mkl
 def test_large_k_and_one_row_one_column():
     rng = np.random.default_rng(3)
     _check(*_operands(rng, (3, 200_000), (200_000, 2), np.float32))

@@ -6,6 +6,7 @@ import pytest
 import tensorgrad as tg
 from tensorgrad.autograd import untracked_view
 from tensorgrad.backend.numpy_backend import NumpyBackend
+from tensorgrad.tensor import from_array
 
 
 def arr(t):
@@ -280,7 +281,7 @@ class _OtherDevice(NumpyBackend):
 def test_mixing_devices_is_a_clear_error():
     other = _OtherDevice()
     here = tg.ones(2)
-    there = tg.Tensor._constant(other.ones(2, dtype=F32), other)
+    there = from_array(other.ones(2, dtype=F32), other)
     with pytest.raises(RuntimeError, match="add: expected all tensors on one device, got cpu, "
                                            "cuda:7"):
         here + there
@@ -289,7 +290,7 @@ def test_mixing_devices_is_a_clear_error():
     with pytest.raises(RuntimeError, match="in-place update of a cpu tensor with a cuda:7"):
         here.add_(there)
     with pytest.raises(RuntimeError, match="indexing: a cpu tensor indexed with a cuda:7 tensor"):
-        here[tg.Tensor._constant(other.zeros(1, dtype=I64), other)]
+        here[from_array(other.zeros(1, dtype=I64), other)]
 
 
 def test_untracked_view_shares_memory_and_version_and_refuses_grad():

@@ -15,7 +15,7 @@ from tensorgrad.backend import mkl_blas, threads
 numba = pytest.importorskip("numba", reason="numba is not installed: the CPU backend runs "
                                             "without fused kernels (pip install tensorgrad[fast])")
 from tensorgrad.backend import kernels  # noqa: E402  (needs numba)
-from tensorgrad.backend.kernels import activation, attention, jit, linalg, loss, norm  # noqa: E402,E501
+from tensorgrad.backend.kernels import activation, attention, jit, layer_norm, loss, matmul  # noqa: E402,E501
 from tensorgrad.backend.kernels import optim  # noqa: E402
 from tensorgrad.backend.kernels import whole_attention  # noqa: E402
 
@@ -112,7 +112,7 @@ def test_norm_kernels_split_give_the_same_values(center, dtype, two_threads, mon
             x, mean if center else None, rstd, w, g, (2,), center, True, center)[:2 + center]
 
     split, plain = _both(call, monkeypatch,
-                         [norm._norm_loop, norm._norm_backward_loop])
+                         [layer_norm._norm_loop, layer_norm._norm_backward_loop])
     for a, b in zip(split[:4], plain[:4]):  # y, the statistics and gx: row by row, alike
         _same_to_ulps(a, b)
     for a, b in zip(split[4:], plain[4:]):  # the weight's and bias's sums, added in parts
@@ -146,7 +146,7 @@ def test_linear_kernels_split_give_the_same_values(dtype, two_threads, monkeypat
     bias = rng.standard_normal(31).astype(dtype)
     split, plain = _both(lambda: (kernels.add_to_rows_(out.copy(), bias),
                                   kernels.column_sums(out)), monkeypatch,
-                         [linalg._add_to_rows_loop, linalg._column_sums_loop])
+                         [matmul._add_to_rows_loop, matmul._column_sums_loop])
     for a, b in zip(split, plain):
         _same_to_ulps(a, b)
     np.testing.assert_allclose(split[1], out.sum(0), rtol=1e-5)
@@ -295,3 +295,23 @@ def test_without_mkl_on_gnu_openmp_the_kernels_keep_to_one_thread(env):
         print(jit._threads_here())
     """, **env)
     assert out == "1"
+
+
+def test_numba_is_asked_for_openmp_first_unless_the_user_chose():
+    """With the mkl wheel's tbb installed, Numba's own order picked TBB, and the kernels never
+    split; a layer or order the user names is left as it is."""
+    code = """
+        from tensorgrad.backend.kernels import jit
+        import numba
+        jit._on_openmp()
+        print(numba.config.THREADING_LAYER_PRIORITY[0])
+    """
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_THREADING_LAYER")}
+    for chosen, first in ((None, "omp"), ("workqueue tbb omp", "workqueue")):
+        env = dict(clean, PYTHONPATH=ROOT)
+        if chosen:
+            env["NUMBA_THREADING_LAYER_PRIORITY"] = chosen
+        done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split()[-1] == first

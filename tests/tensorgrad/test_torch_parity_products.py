@@ -1,4 +1,4 @@
-"""The matrix-product family against PyTorch (ops/products.py): mm, bmm, the scaled
+"""The matrix-product family against PyTorch (ops/matmul.py, ops/products.py): mm, bmm, the scaled
 add*-products, inner, kron, tensordot, trace, cross, cdist; values and gradients in float64."""
 
 import numpy as np

@@ -1,7 +1,7 @@
 """Fused CPU kernels compiled with Numba, one module per op family, mirroring tensorgrad/ops/: each
 registers compiled overrides of the math its op's file declares overridable
-(backend/overrides.py; activation.py <-> ops/activation.py, norm.py <-> ops/norm.py,
-attention.py <-> ops/attention.py, loss.py <-> ops/loss.py, linalg.py <-> ops/linalg.py,
+(backend/overrides.py; activation.py <-> ops/activation.py, layer_norm.py <-> ops/layer_norm.py,
+attention.py <-> ops/attention.py, loss.py <-> ops/loss.py, matmul.py <-> ops/matmul.py,
 optim.py <-> ops/optim_step.py and inplace.py's add_) and makes one pass over memory where the
 reference makes several (one NumPy call per arithmetic step, each writing a temporary).
 tiled_attention.py and whole_attention.py are twins of whole loops, ops/attention.py's tiled and
@@ -23,9 +23,9 @@ from .attention import (exp_shifted_, hide_future_, online_step_, softmax_rows, 
                         softmax_rows_backward)
 from .index import scatter_add_rows  # noqa: F401
 from .jit import DTYPES, GRAIN  # noqa: F401
-from .linalg import add_to_rows_, column_sums  # noqa: F401
+from .layer_norm import norm_rows, norm_rows_backward  # noqa: F401
 from .loss import max_and_sum_exp, scaled_softmax  # noqa: F401
-from .norm import norm_rows, norm_rows_backward  # noqa: F401
+from .matmul import add_to_rows_, column_sums  # noqa: F401
 from .optim import adam_step, add_scaled_  # noqa: F401
 from .tiled_attention import tiled_backward_, tiled_forward_  # noqa: F401
 from .whole_attention import whole_backward, whole_forward  # noqa: F401

@@ -7,14 +7,14 @@ import types
 import numba
 import numpy
 
-from .. import mkl_blas, threads
+from .. import kernel_loading, mkl_blas, threads
 
 # error_model="numpy": x / 0 is inf or nan as in the array code, and without a zero check per
 # division the loops vectorise; "reassoc" lets sums vectorise too. cache=True: compiled code is
 # kept on disk, so only the first process on a machine pays the compilation.
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
 jit = numba.njit(**_OPTIONS)
-DTYPES = (numpy.dtype("float32"), numpy.dtype("float64"))
+DTYPES = tuple(numpy.dtype(name) for name in kernel_loading.DTYPES)
 
 # Below this many elements a threaded kernel runs on the calling thread alone: PyTorch's grain
 # (at::internal::GRAIN_SIZE); it keeps decoding's one-row calls from waking the threads (generate).
@@ -86,6 +86,10 @@ def _on_openmp():
     if _layer is None:
         try:  # loads the threading layer Numba would pick (NUMBA_THREADING_LAYER, else its order)
             from numba.np.ufunc.parallel import _launch_threads
+            if not {"NUMBA_THREADING_LAYER", "NUMBA_THREADING_LAYER_PRIORITY"} & set(os.environ):
+                # OpenMP before TBB (Numba's own order when the mkl wheel brings tbb): the one
+                # runtime whose pool MKL's products share, so the kernels split (gpt_step)
+                numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
             settings = _openmp_settings()
             _launch_threads()
             # Numba's OpenMP layer, starting, sets this thread's OpenMP thread count to every CPU

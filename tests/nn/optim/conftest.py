@@ -50,5 +50,5 @@ def update_path(request, monkeypatch):
         real = override.run
         monkeypatch.setattr(override, "run", lambda *a: calls.append(a) or real(*a))
     else:
-        monkeypatch.setattr(backend, "kernels", lambda *arrays: None)
+        monkeypatch.setattr(backend, "kernels", lambda *arrays, family=None: None)
     yield request.param, calls

@@ -10,7 +10,7 @@ import math
 
 from ..autograd import primitive
 from ..backend.overrides import overridable
-from ..tensor import Tensor
+from ..tensor import from_array
 from .operands import require_float
 from .unary import rsqrt
 
@@ -52,7 +52,7 @@ def _layer_norm_vjp(ctx, g):
     xp = ctx.backend
     grads = _layer_norm_backward(xp, x.data, mean, rstd, None if weight is None else weight.data,
                                  g.data, ctx.attrs["dims"], *ctx.needs_grad[1:])
-    return tuple(None if a is None else Tensor._constant(a, xp) for a in grads)
+    return tuple(None if a is None else from_array(a, xp) for a in grads)
 
 
 @overridable("layer_norm.vjp")
@@ -111,7 +111,7 @@ def _rms_norm_vjp(ctx, g):
     xp = ctx.backend
     gx, gw = _rms_norm_backward(xp, x.data, ctx.extra, None if weight is None else weight.data,
                                 g.data, ctx.attrs["dims"], ctx.needs_grad[1])
-    return Tensor._constant(gx, xp), None if gw is None else Tensor._constant(gw, xp)
+    return from_array(gx, xp), None if gw is None else from_array(gw, xp)
 
 
 @overridable("rms_norm.vjp")

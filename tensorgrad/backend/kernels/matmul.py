@@ -1,4 +1,4 @@
-"""Compiled twins of the two passes around tensorgrad/ops/linalg.py's linear GEMMs: the bias
+"""Compiled twins of the two passes around tensorgrad/ops/matmul.py's linear GEMMs: the bias
 added to every row of the output, and the bias gradient, the column sums of the output's
 gradient. Both split their rows over the threads, where NumPy's add and the BLAS's
 matrix-vector product run on one (gpt_step and mlp_step at two threads)."""

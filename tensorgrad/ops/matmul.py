@@ -1,9 +1,12 @@
-"""Matrix products: matmul (batched, broadcast, 1-D cases) and einsum."""
+"""Matrix products: matmul (batched, broadcast, 1-D cases), its strict forms mm, bmm and mv, and
+linear (x @ W.T + b, fused).
+
+mm, bmm and mv check their operands' ranks and sizes as strictly as PyTorch does (matmul's
+broadcasting would otherwise accept what torch rejects)."""
 from ..autograd import is_grad_enabled, primitive
 from ..backend.overrides import overridable
 from ..autograd.grad_mode import this_thread
-from ..errors import OpError
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor, from_array, tensor_method, tensor_reflected
 from .operands import binary_operands
 
 
@@ -57,15 +60,62 @@ def matmul(a, b):
     return _matmul(a, b)
 
 
+tensor_method(matmul, "__matmul__")
+tensor_reflected(matmul, "matmul")
+
+
 def _same_dtype(op, a, b):
     # PyTorch promotes elementwise ops but not matrix products: a float64 batch through a float32
     # layer is an error there, so it is here (promoting would silently run the model in float64).
     # Inside autocast the product's primitive casts both operands (tensorgrad.amp).
     policy = this_thread.switches.autocast
-    if a.dtype != b.dtype and not (policy is not None and policy.covers(a)):
+    if a.data.dtype != b.data.dtype and not (policy is not None and policy.covers(a)):
         raise RuntimeError(f"{op}: expected both operands to have the same dtype, got {a.dtype} "
                            f"and {b.dtype} (shapes {a.shape} and {b.shape}); convert one with "
                            ".to(dtype)")
+
+
+# --- mm, bmm, mv: matmul for exactly the ranks PyTorch's accept -----------------------------
+# Checked here, they go to the primitive itself: matmul's looser checks would only repeat these.
+def _require(op, cond, message, *tensors):
+    if not cond:
+        shapes = " and ".join(str(t.shape) for t in tensors)
+        raise RuntimeError(f"{op}: {message} (got shapes {shapes})")
+
+
+def _check_product(op, a, b, ranks, same_dtype=True):
+    for t in (a, b):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: expected Tensors, got {type(t).__name__}")
+    _require(op, (a.data.ndim, b.data.ndim) == ranks,
+             f"expected a {ranks[0]}-D and a {ranks[1]}-D tensor", a, b)
+    if same_dtype:
+        _same_dtype(op, a, b)
+
+
+@tensor_method
+def mm(input, mat2):
+    """(n, m) @ (m, p) -> (n, p); no broadcasting, no 1-D operands."""
+    _check_product("mm", input, mat2, (2, 2))
+    _require("mm", input.data.shape[1] == mat2.data.shape[0], "inner sizes differ", input, mat2)
+    return _matmul(*binary_operands(input, mat2))
+
+
+@tensor_method
+def bmm(input, mat2):
+    """(b, n, m) @ (b, m, p) -> (b, n, p); the batch sizes must be equal (no broadcasting)."""
+    _check_product("bmm", input, mat2, (3, 3))
+    _require("bmm", input.shape[0] == mat2.shape[0] and input.shape[2] == mat2.shape[1],
+             "expected batch2 of shape (b, m, p) for batch1 of shape (b, n, m)", input, mat2)
+    return _matmul(*binary_operands(input, mat2))
+
+
+@tensor_method
+def mv(input, vec):
+    """(n, m) @ (m,) -> (n,)."""
+    _check_product("mv", input, vec, (2, 1))
+    _require("mv", input.data.shape[1] == vec.data.shape[0], "sizes differ", input, vec)
+    return _matmul(*binary_operands(input, vec))
 
 
 # --- linear: x @ W.T + b as one primitive -------------------------------------------------------
@@ -114,7 +164,7 @@ def _linear_vjp(ctx, g):
         gw = xp.matmul(g2.T, x.data.reshape(-1, x.shape[-1]))  # (out, N) @ (N, in)
     if ctx.needs_grad[2]:
         gb = _column_sums(xp, g2)
-    return tuple(None if a is None else Tensor._constant(a, xp) for a in (gx, gw, gb))
+    return tuple(None if a is None else from_array(a, xp) for a in (gx, gw, gb))
 
 
 def linear(input, weight, bias=None):
@@ -134,98 +184,3 @@ def linear(input, weight, bias=None):
         _same_dtype("linear", input, weight)
         _same_dtype("linear", input, bias)
     return _linear(input, weight, bias)
-
-
-# --- einsum ---------------------------------------------------------------------------------------
-@primitive("einsum", saves="all")
-def _einsum(xp, *arrays, equation):
-    return xp.einsum(equation, *arrays)
-
-
-@_einsum.defvjp
-def _einsum_vjp(ctx, g):
-    inputs_spec, output_spec = ctx.attrs["equation"].split("->")
-    specs = inputs_spec.split(",")
-    operands = ctx.inputs
-    grads = []
-    for i, spec in enumerate(specs):
-        if not ctx.needs_grad[i]:
-            grads.append(None)
-            continue
-        others = [(s, t) for j, (s, t) in enumerate(zip(specs, operands)) if j != i]
-        present = set(output_spec).union(*(set(s) for s, _ in others))
-        kept = "".join(c for c in spec if c in present)
-        equation = ",".join([output_spec] + [s for s, _ in others]) + "->" + kept
-        grad = einsum(equation, g, *(t for _, t in others))
-        if kept != spec:  # letters summed only within this operand: broadcast back
-            shape = ctx.in_shapes[i]
-            grad = grad.reshape(tuple(shape[k] if c in present else 1
-                                      for k, c in enumerate(spec))).expand(shape)
-        grads.append(grad)
-    return tuple(grads)
-
-
-def _explicit(equation, shapes):
-    """Spell out '...' with letters and add the implicit output, so the VJP can rearrange it."""
-    equation = equation.replace(" ", "")
-    lhs, arrow, rhs = equation.partition("->")
-    specs = lhs.split(",")
-    if len(specs) != len(shapes):
-        raise OpError(f"einsum: equation {equation!r} names {len(specs)} operands, "
-                      f"got {len(shapes)}")
-    if any(spec.count("...") > 1 for spec in specs):
-        raise OpError(f"einsum: equation {equation!r} has more than one '...' in an operand")
-    used = set(c for c in equation if c.isalpha())
-    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in used]
-    widest = max((len(shape) - len(spec.replace("...", "")) for spec, shape in zip(specs, shapes)
-                  if "..." in spec), default=0)
-    ellipsis = "".join(spare[:widest])
-    expanded = []
-    for spec, shape in zip(specs, shapes):
-        if "..." in spec:
-            n = len(shape) - len(spec.replace("...", ""))
-            spec = spec.replace("...", ellipsis[widest - n:])
-        if len(spec) != len(shape):
-            raise OpError(f"einsum: operand spec {spec!r} has {len(spec)} letters but the "
-                          f"operand has shape {shape}")
-        expanded.append(spec)
-    if arrow:
-        rhs = rhs.replace("...", ellipsis)
-    else:
-        counts = {}
-        for c in "".join(expanded):
-            counts[c] = counts.get(c, 0) + 1
-        rhs = ellipsis + "".join(sorted(c for c, n in counts.items()
-                                        if n == 1 and c not in ellipsis))
-    return ",".join(expanded) + "->" + rhs
-
-
-def einsum(equation, *operands):
-    """Einstein summation, e.g. einsum("bhqd,bhkd->bhqk", q, k); '...' broadcasts."""
-    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
-        operands = tuple(operands[0])
-    equation = _explicit(equation, [t.shape for t in operands])
-    lhs, rhs = equation.split("->")
-    specs = lhs.split(",")
-    if any(len(set(spec)) != len(spec) for spec in specs):
-        pairs = [_diagonals(spec, t) for spec, t in zip(specs, operands)]
-        equation = ",".join(spec for spec, _ in pairs) + "->" + rhs
-        operands = [t for _, t in pairs]
-    return _einsum(*operands, equation=equation)
-
-
-def _diagonals(spec, operand):
-    """A letter repeated within one operand ('ii->i', 'ii' a trace) reads its diagonal: the
-    operand's diagonal over those dims, and its spec with the letter once (at the end, where
-    `diagonal` puts that dim)."""
-    while len(set(spec)) != len(spec):
-        letter = next(c for c in spec if spec.count(c) > 1)
-        d1 = spec.index(letter)
-        d2 = spec.index(letter, d1 + 1)
-        if operand.shape[d1] != operand.shape[d2]:
-            raise OpError(f"einsum: subscript {letter!r} is repeated in operand spec {spec!r} "
-                          f"over dims of sizes {operand.shape[d1]} and {operand.shape[d2]} "
-                          f"(shape {operand.shape}); a diagonal needs them equal")
-        operand = operand.diagonal(0, d1, d2)
-        spec = spec[:d1] + spec[d1 + 1:d2] + spec[d2 + 1:] + letter
-    return spec, operand

@@ -1,6 +1,7 @@
-"""Compiled twins of tensorgrad/ops/norm.py's layer norm and RMS norm, forward and VJP, over the
-trailing dims as rows (benchmarks/: gpt_step, and decoding, where each call is one row and NumPy's
-per-call cost dominates). The loops compute in float64 and store in the array's dtype."""
+"""Compiled twins of tensorgrad/ops/layer_norm.py's layer norm and RMS norm, forward and VJP,
+over the trailing dims as rows (benchmarks/: gpt_step, and decoding, where each call is one row
+and NumPy's per-call cost dominates). The loops compute in float64 and store in the array's
+dtype."""
 import math
 
 import numpy
