@@ -4,7 +4,7 @@ highest value with the command.
 
     python examples/results.py --quick  # each run in its --quick form: checks the plumbing
     python examples/results.py --only train_vit_digits --seeds 0 1 2 3 4
-    python examples/results.py          # every row, seeds 0 1 2: slow (about 2 hours of CPU)
+    python examples/results.py          # every row, seeds 0 1 2: slow (about an hour of CPU)
 
 Each full run's cost, per seed, on 2 cores: train_digits, train_cnn_digits and
 in_context_learning under a minute; train_translation and rlhf a few minutes; train_vit_digits,
