@@ -76,17 +76,15 @@ def promote(a, b):
 
 def binary_operands(a, b):
     """Both operands of a binary op as Tensors of one dtype (scalars follow the tensor)."""
-    # A tensor and a Python scalar first, on either side, with one type test: the commonest
-    # pairs (op_overhead; `1 - p`, `2 * x`)
+    # A tensor and a Python scalar first, with one type test: the commonest pair (op_overhead)
     if type(b) in _PYTHON_SCALARS and isinstance(a, Tensor):
         b = _scalar_constant(b, a)
-    elif type(a) in _PYTHON_SCALARS and isinstance(b, Tensor):
-        a = _scalar_constant(a, b)
     elif not isinstance(a, Tensor):
         if not isinstance(b, Tensor):
             raise TypeError(f"expected at least one Tensor, got {type(a).__name__} and "
                             f"{type(b).__name__}")
-        a = as_operand(a, b)
+        # a scalar on the left (`2 * x`, `1 - p`) takes the same path as one on the right
+        a = _scalar_constant(a, b) if type(a) in _PYTHON_SCALARS else as_operand(a, b)
     elif not isinstance(b, Tensor):
         b = as_operand(b, a)
     da, db = a.data.dtype, b.data.dtype
