@@ -71,6 +71,9 @@ def _attention(dtype, B, T, C, heads=2):
     q, k, v = (t.reshape(B, T, heads, C // heads).transpose(1, 2) for t in qkv.split(C, dim=-1))
     a = ops.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, heads, T, C/heads)
     _backward(a.transpose(1, 2).reshape(B, T, C))  # its gradient comes back a transposed view
+    whole = k.contiguous()  # one query against every key, as decoding reads its cache:
+    for keys in (whole[:, :, :T // 2 + 1], whole):  # the cache's views and whole arrays
+        ops.scaled_dot_product_attention(q[:, :, :1], keys, keys)
     if T > 8:  # past one tile of queries and keys: the tiled loops
         q, k, v = (_weight(dtype, 1, heads, 300, 16) for _ in range(3))
         _backward(ops.scaled_dot_product_attention(q, k, v, is_causal=True))

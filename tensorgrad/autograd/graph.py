@@ -211,8 +211,10 @@ class Node:
             else:
                 parents.append(None)
                 needs.append(False)
-        self.parents, self.needs_grad = parents, needs
-        self.in_shapes, self.in_dtypes = shapes, dtypes
+        # tuples of untracked values, the lists freed: the cyclic GC stops walking them, and a
+        # recorded graph then starts far fewer collections (op_overhead, result alive too)
+        self.parents, self.needs_grad = parents, tuple(needs)
+        self.in_shapes, self.in_dtypes = tuple(shapes), tuple(dtypes)
         sliced = prim._saved_slice
         saved = args[sliced] if sliced is not None else [args[i] for i in prim.saves]
         dropped_unless = prim._dropped_unless
@@ -228,7 +230,7 @@ class Node:
         versions = []
         for t in saved:  # a loop, not a comprehension: no function object made (op_overhead fwd)
             versions.append(None if t is None else t._version[0])
-        self.versions = versions
+        self.versions = tuple(versions)
 
     @property
     def name(self):

@@ -252,6 +252,7 @@ def _attention_composite(q, k, v, bias, mask, causal, scale, dropout):
     return p @ v  # (..., Tq, Tk) @ (..., Tk, Ev) -> (..., Tq, Ev)
 
 
+@overridable("attention.one_query")
 def _one_query(xp, q, k, v, scale):
     """One query row per matrix with every key visible (decoding with a KV cache): nothing to
     mask or tile, and the scores come as k times the query column, so a matrix-vector product

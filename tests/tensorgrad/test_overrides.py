@@ -114,6 +114,9 @@ CASES = {
     "attention.whole": {c: lambda r, c=c: ((r(2, 3, 6, 4), r(2, 3, 6, 4), r(2, 3, 6, 5), None,
                                             None, c, 0.3, None), {}) for c in (True, False)},
     "attention.whole_vjp": {"": _whole_vjp},
+    "attention.one_query": {"": lambda r: ((r(2, 3, 1, 4), r(2, 3, 6, 4), r(2, 3, 6, 5), 0.3), {}),
+                            "cache views": lambda r: ((r(1, 3, 1, 4), r(1, 3, 9, 4)[:, :, :6],
+                                                       r(1, 3, 9, 5)[:, :, :6], 0.5), {})},
     "attention.tiled_matrix": {"": _tiled},
     "attention.tiled_matrix_vjp": {"": _tiled_vjp},
 }

@@ -87,6 +87,52 @@ def softmax_rows(scores, causal, masked=False, scale=1.0):
     return rows.reshape(scores.shape)
 
 
+# --- one query against every cached key (decoding) -----------------------------------------
+# The scores, their softmax and the weighted sum of the values for each matrix's single query in
+# one pass over its keys and values, where the array code makes two batched matrix-vector
+# products (NumPy's loop over the matrices) and a softmax call (generate_user, 4 calls a token).
+@threaded
+def _one_query_loop(k, q, v, scale, out, p):
+    for h in prange(k.shape[0]):
+        # a cache's view is row-major matrix by matrix: typed so here (a view, not a copy), the
+        # loops over a key's or value's elements vectorise
+        keys, values, query, acc, row = (numpy.ascontiguousarray(k[h]),
+                                         numpy.ascontiguousarray(v[h]), q[h], out[h], p[h])
+        for j in range(keys.shape[0]):
+            s = numpy.float32(0.0)  # widens to the inputs' type, as in _softmax_loop
+            for e in range(query.size):
+                s += query[e] * keys[j, e]
+            row[j] = s
+        _softmax_row(row, row.size, numpy.nan, scale)  # nan: no key was masked
+        acc[:] = 0.0
+        for j in range(values.shape[0]):
+            weight = row[j]
+            for e in range(acc.size):
+                acc[e] += weight * values[j, e]
+
+
+def one_query(q, k, v, scale):
+    """(out, p) of attention for one query per matrix, q (..., 1, E), over every key of k
+    (..., Tk, E) and v (..., Tk, Ev), the leading dims equal: out (..., 1, Ev) and the
+    probabilities p (..., 1, Tk). k and v are read in place (a cache's views)."""
+    lead, keys = q.shape[:-2], k.shape[-2]
+    out = numpy.empty(lead + (1, v.shape[-1]), q.dtype)
+    p = numpy.empty(lead + (1, keys), q.dtype)
+    # q made row-major (a few values) so that only k and v's layouts pick a compiled variant
+    _one_query_loop(k.reshape((-1,) + k.shape[-2:]), rows_of(q, q.shape[-1]),
+                    v.reshape((-1,) + v.shape[-2:]), q.dtype.type(scale),
+                    out.reshape(-1, v.shape[-1]), p.reshape(-1, keys))
+    return out, p
+
+
+def _one_query_supported(q, k, v, scale):
+    return (q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and k.shape[-2] > 0 and scale > 0
+            and q.dtype == k.dtype == v.dtype and floats(q, k, v))
+
+
+override("attention.one_query", supports=_one_query_supported)(one_query)
+
+
 @jit
 def _row_dots_loop(g, o, delta):
     """delta[r] = rowsum(g[r] * o[r]) for 2-D g and o: FlashAttention's delta, rowsum(dO * O),

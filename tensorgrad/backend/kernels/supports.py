@@ -6,7 +6,10 @@ from .jit import DTYPES, GRAIN
 
 def floats(*args, **kwargs):
     """Every array argument float32 or float64, and a NumPy array (None and scalars pass)."""
-    return all(a.dtype in DTYPES for a in args if isinstance(a, numpy.ndarray))
+    for a in args:  # a loop, no generator made: every kernel call asks (generate_user)
+        if isinstance(a, numpy.ndarray) and a.dtype not in DTYPES:
+            return False
+    return True
 
 
 def floats_over_grain(*args, **kwargs):
