@@ -54,12 +54,13 @@ def plot_curves(path, title, xlabel, left, right=None):
         print(f"matplotlib is not installed: no {path} (pip install matplotlib)")
         return
     fig, ax = plt.subplots(figsize=(7, 4))
-    axes = [(ax, left, ("tab:blue", "tab:green"))]
-    if right is not None:
-        axes.append((ax.twinx(), right, ("tab:orange", "tab:red")))
-    for axis, (ylabel, curves), colors in axes:
-        for (label, (xs, ys)), color in zip(curves.items(), colors):
-            axis.plot(xs, ys, "o-" if len(xs) <= 40 else "-", ms=3, color=color, label=label)
+    axes = [(ax, left)] + ([(ax.twinx(), right)] if right is not None else [])
+    color = 0  # one colour per curve across both axes, so the legend tells them apart
+    for axis, (ylabel, curves) in axes:
+        for label, (xs, ys) in curves.items():
+            axis.plot(xs, ys, "o-" if len(xs) <= 40 else "-", ms=3, color=f"C{color}",
+                      label=label)
+            color += 1
         axis.set_ylabel(ylabel)
     ax.set(xlabel=xlabel, title=title)
     ax.grid(alpha=0.3)

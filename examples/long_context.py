@@ -3,12 +3,13 @@ context: dense, sliding window (+ global tokens), BigBird, strided and linear at
 
 Each model starts from the same weights and sees the same batches for the same number of steps;
 one table compares validation loss (nats per character), time per step and peak memory. The
-corpus is the Python standard library's source (nothing to download, models/data.py). A
-picture of each pattern's mask (which keys each query sees) goes to docs/attention_masks.png.
+corpus is the Python standard library's source (nothing to download, models/data.py). Writes
+into --out (out/long_context): masks.png (which keys each query sees, per pattern) and
+loss.png (each model's training loss; both need matplotlib).
 
     python examples/long_context.py                 # 5 models x 60 steps: a few minutes
     python examples/long_context.py --quick         # a smoke run (short context, few steps)
-    python examples/long_context.py --masks-only    # just the mask picture
+    python examples/long_context.py --masks-only --masks docs/attention_masks.png  # the docs'
 
 A few dozen steps only separate the patterns roughly (noisy machine, little training): read
 the losses as "does it learn at this context length", not as a ranking.
@@ -23,9 +24,7 @@ from tensorgrad import nn
 from tensorgrad.models import GPT, CharTokenizer, GPTConfig
 from tensorgrad.models.data import python_stdlib_corpus, random_windows
 from tensorgrad.nn.attention_patterns import BigBird, LinearAttention, SlidingWindow, Strided
-from common import HelpFormatter
-
-DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
+from common import HelpFormatter, Progress, plot_curves
 
 
 # --- configuration ------------------------------------------------------------------------------
@@ -44,11 +43,15 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=1337,
                    help="random seed: weights, data order, sampling")
     p.add_argument("--quick", action="store_true", help="context 128, 4 steps: checks it runs")
-    p.add_argument("--masks", default=os.path.join(DOCS, "attention_masks.png"),
-                   help="where the mask picture goes ('' for none)")
+    p.add_argument("--out", default=os.path.join("out", "long_context"),
+                   help="folder for everything it writes")
+    p.add_argument("--masks", default=None,
+                   help="where the mask picture goes (None: OUT/masks.png; '' for none)")
     p.add_argument("--masks-only", action="store_true",
                    help="draw the attention-mask picture and stop")
     args = p.parse_args(argv)
+    if args.masks is None:
+        args.masks = os.path.join(args.out, "masks.png")
     if args.quick:
         args.context, args.steps, args.eval_batches, args.corpus_chars = 128, 4, 1, 50_000
     return args
@@ -125,7 +128,7 @@ def train(name, attention, args, vocab, train_ids, val_ids, weights):
     optimizer = nn.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95),
                                weight_decay=0.1)
     reset_peak_rss()
-    times = []
+    times, curve, progress = [], [], Progress(0, args.steps)
     for step in range(args.steps):
         tg.manual_seed(args.seed + step)  # the same batches for every pattern
         x, y = random_windows(train_ids, args.batch_size, args.context)
@@ -135,13 +138,16 @@ def train(name, attention, args, vocab, train_ids, val_ids, weights):
         loss.backward()
         optimizer.step()
         times.append(time.perf_counter() - tick)
+        curve.append(loss.item())
+        progress.update(step + 1, loss=curve[-1])
+    progress.close()
     model.eval()
     tg.manual_seed((args.seed - 1) % 2**32)  # the same validation windows for every pattern
     with tg.no_grad():
         losses = [model(*random_windows(val_ids, args.batch_size, args.context))[1].item()
                   for _ in range(args.eval_batches)]
     later = sorted(times[1:] or times)  # the first step also builds layouts and JIT kernels
-    return {"val": sum(losses) / len(losses), "train": loss.item(),
+    return {"val": sum(losses) / len(losses), "train": loss.item(), "curve": curve,
             "ms": 1e3 * later[len(later) // 2], "mib": peak_rss_mib()}
 
 
@@ -149,6 +155,7 @@ def main(argv=None):
     tg.backend.tune_process()  # opt-in: malloc and thread settings for speed (backend/process.py)
     args = parse_args(argv)
     if args.masks:
+        os.makedirs(os.path.dirname(args.masks) or ".", exist_ok=True)
         draw_masks(args.masks)
         print(f"mask picture: {args.masks}")
     if args.masks_only:
@@ -169,7 +176,7 @@ def main(argv=None):
         results[name] = train(name, attention, args, tokenizer.vocab_size, ids[:split],
                               ids[split:], weights)
         r = results[name]
-        print(f"  {name}: val {r['val']:.3f}, {r['ms']:.0f} ms/step", flush=True)
+        print(f"  {name}: val_loss {r['val']:.3f}, {r['ms']:.0f} ms/step", flush=True)
 
     print("\n| attention | pattern | val loss | last train loss | ms/step | peak RSS (MiB) |")
     print("|---|---|---:|---:|---:|---:|")
@@ -177,6 +184,10 @@ def main(argv=None):
         r = results[name]
         print(f"| {name} | {attention!r} | {r['val']:.3f} | {r['train']:.3f} | {r['ms']:.0f} "
               f"| {r['mib']:.0f} |")
+    os.makedirs(args.out, exist_ok=True)
+    plot_curves(os.path.join(args.out, "loss.png"), f"five attention patterns, context "
+                f"{args.context}", "step", ("training loss (nats per character)",
+                {name: (range(1, len(r["curve"]) + 1), r["curve"]) for name, r in results.items()}))
     return results
 
 

@@ -8,6 +8,7 @@ warmup and a cosine decay, on images shifted at random by up to one pixel (the o
 augmentation: small data, and a ViT has no built-in translation invariance).
 
 Writes into --out (out/vit_digits or out/swin_digits):
+  model/          the trained model (save_pretrained: config.json and the weights)
   curves.png      training loss and test accuracy per epoch
   attention.png   ViT only: attention rollout and the last layer's per-head [CLS] maps
   filters.png     ViT only: the patch-embedding filters as images
@@ -29,7 +30,7 @@ from tensorgrad.models.digits import RandomShift, load_digits
 from tensorgrad.models.swin import SwinConfig, SwinForImageClassification
 from tensorgrad.models.vit import ViTConfig, ViTForImageClassification
 from tensorgrad.nn import optim
-from common import HelpFormatter
+from common import HelpFormatter, Progress
 
 # --- configuration -------------------------------------------------------------------------------
 SEED = 0
@@ -95,7 +96,7 @@ def main(argv=None):
 
     # --- training loop ---------------------------------------------------------------------------
     history = {"loss": [], "test_acc": []}
-    bar = progress(total_steps)
+    bar = Progress(0, total_steps)
     start, step = time.perf_counter(), 0
     while step < total_steps:
         order = tg.randperm(x_train.shape[0])
@@ -109,12 +110,12 @@ def main(argv=None):
             scheduler.step()
             step += 1
             losses.append(loss.item())
-            bar.update(step, losses[-1])
+            bar.update(step, loss=losses[-1],
+                       test_acc=history["test_acc"][-1] if history["test_acc"] else None)
             if step == total_steps:
                 break
         history["loss"].append(sum(losses) / len(losses))
         history["test_acc"].append(accuracy(x_test, y_test))
-        bar.epoch(len(history["loss"]), history["loss"][-1], history["test_acc"][-1])
     bar.close()
 
     # --- results ---------------------------------------------------------------------------------
@@ -123,37 +124,12 @@ def main(argv=None):
     print(f"trained {step} steps in {elapsed:.1f} s; train acc "
           f"{accuracy(x_train, y_train):.3f}, test acc {test_acc:.4f}")
     print(f"| {args.model} | {model.num_parameters():,} | {test_acc:.2%} | {elapsed:.0f} s |")
+    model.save_pretrained(os.path.join(args.out, "model"))
+    print(f"checkpoint: {os.path.join(args.out, 'model')} (save_pretrained)")
     draw(args, model, history, x_test, y_test)
 
 
-# --- progress and pictures (tqdm and matplotlib when installed) -----------------------------------
-class progress:
-    """A tqdm bar over the steps when tqdm is installed, else one line per epoch."""
-
-    def __init__(self, total):
-        try:
-            from tqdm import tqdm
-            self.bar = tqdm(total=total, unit="step", dynamic_ncols=True)
-        except ImportError:
-            self.bar = None
-
-    def update(self, step, loss):
-        if self.bar is not None:
-            self.bar.update(step - self.bar.n)
-            self.bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
-
-    def epoch(self, epoch, loss, test_acc):
-        line = f"epoch {epoch:2d}  loss {loss:.4f}  test acc {test_acc:.3f}"
-        if self.bar is not None:
-            self.bar.write(line)
-        else:
-            print(line, flush=True)
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.close()
-
-
+# --- pictures (matplotlib when installed) ---------------------------------------------------------
 def draw(args, model, history, x_test, y_test):
     try:
         import matplotlib

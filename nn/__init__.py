@@ -30,7 +30,8 @@ from .module import Module, Parameter, RemovableHandle  # noqa: F401
 from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm  # noqa: F401
 from .pooling import (  # noqa: F401
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,
-    AvgPool2d, AvgPool3d, Flatten, MaxPool1d, MaxPool2d, MaxPool3d, Unflatten, Upsample,
+    AvgPool2d, AvgPool3d, Flatten, MaxPool1d, MaxPool2d, MaxPool3d, MaxUnpool1d, MaxUnpool2d,
+    MaxUnpool3d, Unflatten, Upsample,
 )
 from . import masks, positional  # noqa: F401
 from .attention import Attention, KVCache, MultiheadAttention  # noqa: F401

@@ -1,4 +1,4 @@
-"""Pooling and reshaping layers: MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d,
+"""Pooling and reshaping layers: MaxPool1d/2d/3d, MaxUnpool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d,
 AdaptiveMaxPool1d/2d, Upsample, Flatten, Unflatten. PyTorch's constructors; each calls the
 functional form."""
 from . import functional as F
@@ -36,6 +36,43 @@ class MaxPool2d(_MaxPool):
 
 class MaxPool3d(_MaxPool):
     function = staticmethod(F.max_pool3d)
+
+
+def _ntuple(value, n):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
+
+
+class _MaxUnpool(Module):
+    function, spatial = None, 0
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        n = self.spatial  # PyTorch keeps the sizes as tuples here, unlike MaxPool's
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, n)
+        self.padding = _ntuple(padding, n)
+
+    def forward(self, input, indices, output_size=None):
+        return type(self).function(input, indices, self.kernel_size, self.stride, self.padding,
+                                   output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpool):
+    """MaxPool1d's partial inverse: forward(input, indices) with the indices it returned."""
+    function, spatial = staticmethod(F.max_unpool1d), 1
+
+
+class MaxUnpool2d(_MaxUnpool):
+    """MaxPool2d's partial inverse: each maximum back at its index, zeros elsewhere;
+    output_size picks among the sizes the pooling could have come from."""
+    function, spatial = staticmethod(F.max_unpool2d), 2
+
+
+class MaxUnpool3d(_MaxUnpool):
+    function, spatial = staticmethod(F.max_unpool3d), 3
 
 
 class _AvgPool(Module):

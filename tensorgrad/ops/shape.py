@@ -403,7 +403,12 @@ def _flip_vjp(ctx, g):
 
 
 @tensor_method
-def flip(x, dims):
+def flip(x, *args, dims=None):
+    """Reverse the order along dims: x.flip(0, 1), x.flip((0, 1)) or flip(x, dims=[0, 1])."""
+    if (dims is None) == (not args):
+        raise TypeError("flip() takes the dims once: x.flip(0, 1), x.flip((0, 1)) or "
+                        f"flip(x, dims=(0, 1)); got {args} and dims={dims}")
+    dims = _sizes(args) if dims is None else dims
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     dims = tuple(normalize_dim(d, x.ndim, "flip") for d in dims)
     return _flip(x, dims=dims) if x.ndim else x.clone()  # 0-d: dim 0 / -1 name x itself

@@ -25,10 +25,11 @@ def test_quick_run_reports_and_draws(request, tmp_path, model):
     out = _run("--quick", "--model", model, "--out", str(tmp_path), timeout=300)
     assert "data: 1347 train / 450 test images of shape (1, 16, 16)" in out
     assert re.search(r"trained 4 steps in [\d.]+ s; train acc [\d.]+, test acc [\d.]+", out)
-    pictures = {p.name for p in tmp_path.iterdir()}
+    written = {p.name for p in tmp_path.iterdir()}
+    assert (tmp_path / "model" / "config.json").exists()
     if "matplotlib is not installed" not in out:
-        expected = {"curves.png"} | ({"attention.png", "filters.png"} if model == "vit" else set())
-        assert pictures == expected
+        pictures = {"curves.png"} | ({"attention.png", "filters.png"} if model == "vit" else set())
+        assert written == pictures | {"model"}
 
 
 @pytest.mark.slow

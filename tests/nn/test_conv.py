@@ -103,6 +103,27 @@ def test_max_pool_layer_returns_indices():
     assert out.shape == index.shape == (1, 2, 2, 2) and index.dtype == tg.int64
 
 
+@pytest.mark.parametrize("spatial, shape, kwargs", [
+    (1, (2, 3, 9), dict(kernel_size=3, stride=2, padding=1)),
+    (2, (2, 3, 6, 8), dict(kernel_size=2)),
+    (2, (1, 2, 5, 6), dict(kernel_size=(3, 2), stride=(2, 2), padding=(1, 0))),
+    (3, (1, 2, 4, 4, 6), dict(kernel_size=2, stride=2)),
+])
+def test_max_unpool_layers_match_torch(spatial, shape, kwargs):
+    pool, unpool = f"MaxPool{spatial}d", f"MaxUnpool{spatial}d"
+    x = np.random.default_rng(2).standard_normal(shape)
+    tx, ox = torch.tensor(x, requires_grad=True), tg.tensor(x, requires_grad=True)
+    tpooled, tindex = getattr(torch.nn, pool)(**kwargs, return_indices=True)(tx)
+    opooled, oindex = getattr(nn, pool)(**kwargs, return_indices=True)(ox)
+    theirs, ours = getattr(torch.nn, unpool)(**kwargs), getattr(nn, unpool)(**kwargs)
+    outputs_and_gradients_match(ours, theirs, ox, tx, ours(opooled, oindex),
+                                theirs(tpooled, tindex))
+    assert repr(ours) == repr(theirs)
+    size = tuple(shape[:-1]) + (shape[-1] + 1,)  # a size the pooling also gives
+    np.testing.assert_array_equal(ours(opooled, oindex, output_size=size).detach().numpy(),
+                                  theirs(tpooled, tindex, output_size=size).detach().numpy())
+
+
 def test_unflatten_errors():
     with pytest.raises(ValueError, match="cannot split dim 1"):
         nn.Unflatten(1, (4, 2))(tg.randn(2, 6))
