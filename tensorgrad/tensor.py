@@ -307,6 +307,10 @@ def tensor_method(fn, name=None):
     if code is not None and "dim" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount] \
             and not hasattr(fn, "__wrapped__"):
         fn = _numpy_names(fn)
+    own = getattr(fn, "__name__", "")
+    if name and own.startswith("_") and not own.startswith("__"):
+        # a private function that exists only as this method: help() shows Tensor.<name>
+        fn.__name__, fn.__qualname__ = name, f"Tensor.{name}"
     setattr(Tensor, name or fn.__name__, fn)
     return fn
 
