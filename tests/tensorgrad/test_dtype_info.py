@@ -6,7 +6,7 @@ import tensorgrad as tg
 torch = pytest.importorskip("torch")
 
 
-@pytest.mark.parametrize("name", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
 def test_finfo_matches_torch(name):
     ours, theirs = tg.finfo(getattr(tg, name)), torch.finfo(getattr(torch, name))
     for field in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
@@ -26,9 +26,9 @@ def test_iinfo_matches_torch(name):
 
 
 def test_the_wrong_kind_of_dtype_is_named():
-    with pytest.raises(TypeError, match="finfo: expected a floating point dtype, got int64"):
+    with pytest.raises(TypeError, match="finfo: expected a floating point dtype, got tensorgrad.int64"):
         tg.finfo(tg.int64)
-    with pytest.raises(TypeError, match="iinfo: expected an integer dtype, got float32"):
+    with pytest.raises(TypeError, match="iinfo: expected an integer dtype, got tensorgrad.float32"):
         tg.iinfo(tg.float32)
-    with pytest.raises(TypeError, match="iinfo: expected an integer dtype, got bool"):
+    with pytest.raises(TypeError, match="iinfo: expected an integer dtype, got tensorgrad.bool"):
         tg.iinfo(tg.bool)
