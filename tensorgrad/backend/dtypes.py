@@ -29,6 +29,9 @@ class dtype:  # noqa: N801  (torch's spelling)
     def __repr__(self):
         return f"tensorgrad.{self.name}"
 
+    def __str__(self):  # the bare name, as NumPy's, in messages and a Tensor's repr
+        return self.name
+
     def __hash__(self):
         return hash(self.dtype)
 

@@ -243,7 +243,7 @@ def test_default_dtype_is_global_and_drives_creation_as_torch():
             "atan2 of ints": lambda lib: lib.atan2(lib.tensor([1]), lib.tensor([2])),
         }
         for name, make in made.items():
-            assert repr(make(tg).dtype)[11:] == repr(make(torch).dtype)[6:], name
+            assert str(make(tg).dtype) == str(make(torch).dtype)[6:], name
         assert tg.nn.Linear(2, 3).weight.dtype == tg.float64
         assert tg.get_default_dtype() == tg.float64
         with pytest.raises(TypeError, match="floating point"):
