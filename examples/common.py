@@ -37,6 +37,13 @@ class Progress:
             print(f"step {step}/{self.total} | " + " | ".join(f"{k} {v}" for k, v in shown.items()),
                   flush=True)
 
+    def write(self, line):
+        """Print a line (an epoch's summary, say) without breaking the bar."""
+        if self.bar is not None:
+            self.bar.write(line)
+        else:
+            print(line, flush=True)
+
     def close(self):
         if self.bar is not None:
             self.bar.close()

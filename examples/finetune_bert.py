@@ -8,14 +8,17 @@ model has seen them. Both models train with the same data order, steps and learn
 classifier on the pooled [CLS] output is fresh in both. Writes into --out (out/bert):
   finetune.json      both test accuracies and the majority-class baseline
   attention.png      the fine-tuned pre-trained model's attention on one test docstring
+  finetune_loss.png  both models' fine-tuning loss (the pictures need matplotlib)
+  classifier/        the fine-tuned pre-trained model (save_pretrained)
 
     python examples/train_bert.py && python examples/finetune_bert.py
     python examples/finetune_bert.py --quick   # pre-trains first if there is no checkpoint
     python examples/finetune_bert.py --labelled 300 --epochs 10   # few labels
 
-Measured after the default pre-training (1500 steps): pre-trained 66.3%, random init 57.6%
-(majority class 19.8%). After only 600 steps pre-training did not help yet (49.4% vs 58.7%; see
-README, BERT), so the script says which model wins rather than assuming it.
+Measured after the default pre-training (1500 steps; one run, seed 0): pre-trained 66.3%,
+random init 57.6% (majority class 19.8%). After only 600 steps pre-training did not help yet
+(49.4% vs 58.7%; see docs/models.md, BERT), so the script says which model wins rather than
+assuming it.
 """
 import argparse
 import collections
@@ -35,7 +38,7 @@ from tensorgrad.models.tokenizer import WordPieceTokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_bert  # noqa: E402  (pre-trains when there is no checkpoint yet)
-from common import HelpFormatter  # noqa: E402  (what every example shares)
+from common import HelpFormatter, Progress, plot_curves  # noqa: E402  (what every example shares)
 
 
 def parse_args(argv=None):
@@ -86,7 +89,7 @@ def main(argv=None):
 
     # --- the two models: pre-trained and random, trained the same way ---------------------------
     results = {"majority_class": majority}
-    config = None
+    config, curves = None, {}
     for name in ("pre-trained", "random init"):
         tg.manual_seed(args.seed)  # the same fresh classifier and dropout draws for both
         if config is None:
@@ -99,12 +102,15 @@ def main(argv=None):
         else:
             model = BertForSequenceClassification(config, device=args.device)
         began = time.perf_counter()
-        fine_tune(model, train, args)
+        curves[name] = fine_tune(model, train, args)
         results[name] = accuracy(model, test, args)
         print(f"{name}: test accuracy {results[name]:.1%} "
               f"({time.perf_counter() - began:.0f} s of fine-tuning)")
         if name == "pre-trained":
+            model.save_pretrained(os.path.join(args.out, "classifier"))
             draw_attention(model, tokenizer, test[0], os.path.join(args.out, "attention.png"))
+    plot_curves(os.path.join(args.out, "finetune_loss.png"), "fine-tuning on docstrings", "step",
+                ("cross-entropy", {name: (range(1, len(c) + 1), c) for name, c in curves.items()}))
     with open(os.path.join(args.out, "finetune.json"), "w") as f:
         json.dump(results, f, indent=2)
     winner = "pre-trained" if results["pre-trained"] > results["random init"] else "random init"
@@ -114,12 +120,14 @@ def main(argv=None):
 
 
 def fine_tune(model, train, args):
-    """AdamW with linear warmup (10%) and decay over every step, as BERT fine-tunes."""
+    """AdamW with linear warmup (10%) and decay over every step, as BERT fine-tunes, under a
+    progress bar; the loss of every step."""
     steps = args.epochs * -(-len(train) // args.batch_size)
     optimizer = nn.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     schedule = nn.optim.lr_scheduler.WarmupLinearLR(optimizer, max(1, steps // 10), steps)
     rng = random.Random(args.seed)  # the same order for both models
     model.train()
+    losses, progress = [], Progress(0, steps)
     for _ in range(args.epochs):
         order = rng.sample(train, len(train))
         for i in range(0, len(order), args.batch_size):
@@ -131,7 +139,11 @@ def fine_tune(model, train, args):
             nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             schedule.step()
+            losses.append(loss.item())
+            progress.update(len(losses), loss=losses[-1])
+    progress.close()
     model.eval()
+    return losses
 
 
 @tg.no_grad()

@@ -4,12 +4,15 @@ A Dataset subclass, random_split into train/validation/test, DataLoaders (shuffl
 generator), an nn.Module with a forward, AdamW with a warmup-then-cosine LambdaLR, a train loop
 and an eval loop under no_grad, the best epoch kept by validation accuracy and scored once on the
 test split. The data is scikit-learn's bundled 8x8 digits (1,797 images, no download). Runs in a
-few seconds on a laptop CPU; the same run gives the same numbers every time.
+few seconds on a laptop CPU; the same run gives the same numbers every time. Writes into --out
+(out/pytorch_style): best.safetensors (the best epoch's weights) and curves.png (losses and
+validation accuracy per epoch; needs matplotlib).
 
     python examples/train_pytorch_style.py      # --epochs 3 --seed 1: a shorter or another run
 """
 import argparse
 import math
+import os
 import time
 
 from sklearn.datasets import load_digits
@@ -19,7 +22,7 @@ import tensorgrad.nn.functional as F
 from tensorgrad import nn
 from tensorgrad.nn import optim
 from tensorgrad.utils.data import DataLoader, Dataset, random_split
-from common import HelpFormatter
+from common import HelpFormatter, Progress, plot_curves
 
 tg.backend.tune_process()  # opt-in: malloc and thread settings for speed (backend/process.py)
 
@@ -28,6 +31,8 @@ parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormat
 parser.add_argument("--epochs", type=int, default=15, help="passes over the training set")
 parser.add_argument("--seed", type=int, default=0,
                     help="random seed: weights, data order, sampling")
+parser.add_argument("--out", default=os.path.join("out", "pytorch_style"),
+                    help="folder for the checkpoint and the curves")
 parser.add_argument("--quick", action="store_true", help="2 epochs: checks that it learns")
 args = parser.parse_args()
 
@@ -119,6 +124,8 @@ def evaluate(loader):
 # --- training loop -------------------------------------------------------------------------------
 start = time.perf_counter()
 best_acc, best_epoch, best_state = -1.0, 0, None
+history = {"train_loss": [], "val_loss": [], "val_acc": []}
+progress = Progress(0, total_steps)
 for epoch in range(1, EPOCHS + 1):
     model.train()
     train_loss = 0.0
@@ -129,12 +136,18 @@ for epoch in range(1, EPOCHS + 1):
         optimizer.step()
         scheduler.step()
         train_loss += loss.item()
+        progress.update(scheduler.last_epoch, loss=loss.item(),
+                        val_acc=history["val_acc"][-1] if history["val_acc"] else None)
     val_loss, val_acc = evaluate(val_loader)
+    for key, value in zip(history, (train_loss / len(train_loader), val_loss, val_acc)):
+        history[key].append(value)
     if val_acc > best_acc:  # keep a copy: state_dict() shares the live parameters' memory
         best_acc, best_epoch = val_acc, epoch
         best_state = {name: t.clone() for name, t in model.state_dict().items()}
-    print(f"epoch {epoch:2d}  train loss {train_loss / len(train_loader):.4f}  "
-          f"val loss {val_loss:.4f}  val acc {val_acc:.3f}  lr {scheduler.get_last_lr()[0]:.2e}")
+    progress.write(f"epoch {epoch:2d}  loss {train_loss / len(train_loader):.4f}  "
+                   f"val_loss {val_loss:.4f}  val_acc {val_acc:.3f}  "
+                   f"lr {scheduler.get_last_lr()[0]:.2e}")
+progress.close()
 elapsed = time.perf_counter() - start
 
 # --- results -------------------------------------------------------------------------------------
@@ -143,3 +156,10 @@ test_loss, test_acc = evaluate(test_loader)
 print(f"trained {EPOCHS} epochs ({total_steps} steps) in {elapsed:.1f} s; best validation "
       f"accuracy {best_acc:.3f} at epoch {best_epoch}; test loss {test_loss:.4f}, "
       f"test accuracy {test_acc:.3f}")
+os.makedirs(args.out, exist_ok=True)
+nn.save(best_state, os.path.join(args.out, "best.safetensors"))
+epochs = range(1, EPOCHS + 1)
+plot_curves(os.path.join(args.out, "curves.png"), "an MLP on 8x8 digits, PyTorch style", "epoch",
+            ("cross-entropy", {"training loss": (epochs, history["train_loss"]),
+                               "val_loss": (epochs, history["val_loss"])}),
+            ("accuracy", {"val_acc": (epochs, history["val_acc"])}))

@@ -168,7 +168,8 @@ print("DPO:", describe(dpo))
 # SFT learns the answers and the sign-off. The preferences carry what the demonstrations did
 # not: the labeller wants the answer alone. PPO removes the habit by raising the reward model's
 # score while the KL term holds it near SFT; DPO gets there from the pairs directly. With the
-# full budgets (``examples/rlhf.py``) both end at 96-99% exact with no sign-off.
+# full budgets (``examples/rlhf.py``, seeds 0-2, ``examples/results.py``) PPO ends at 80.7-92.3%
+# exact and DPO at 90.7-97.0%.
 scores, kls = zip(*history)
 fig, ax = plt.subplots(figsize=(6, 3))
 ax.plot(range(1, len(scores) + 1), scores, "o-", label="reward model score")

@@ -20,12 +20,14 @@ def run(monkeypatch, capsys, *args):
     return script, printed
 
 
-def test_two_epochs_learn_and_repeat(monkeypatch, capsys):
+def test_two_epochs_learn_and_repeat(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)  # it writes into out/pytorch_style/
     script, printed = run(monkeypatch, capsys, "--epochs", "2")
     assert len(script["train_set"]) + len(script["val_set"]) + len(script["test_set"]) == 1797
     assert len(script["train_loader"]) == len(script["train_set"]) // 64  # drop_last
     assert script["total_steps"] == 2 * len(script["train_loader"])
     assert script["test_acc"] > 0.8, printed
     assert printed.count("\nepoch ") == 2
+    assert (tmp_path / "out" / "pytorch_style" / "best.safetensors").exists()
     _, again = run(monkeypatch, capsys, "--epochs", "2")
     assert again == printed
