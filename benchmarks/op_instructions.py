@@ -5,7 +5,9 @@ for the per-op cost on a machine too noisy to time a few microseconds (run.py's 
     python benchmarks/op_instructions.py --ops 200  # quicker
 
 The chain is op_overhead's: y = y * 1.0001 + 0.0001 on 16 float32 elements, from a leaf that
-requires grad; forward+backward adds y.sum().backward(). Only the timed calls are counted:
+requires grad; "alive" keeps the previous chain's result while the next is built (run.py's
+"result alive" case: the cyclic GC's passes over a live graph show up in the count);
+forward+backward adds y.sum().backward(). Only the timed calls are counted:
 callgrind collects inside functools.reduce, which runs the chain and nothing else, so imports
 and warm-up are left out. TENSORGRAD_NUMBA=0 keeps the JIT out of the count. Needs valgrind.
 """
@@ -37,7 +39,12 @@ def _child(mode, chains):
         x.grad = None
         forward().sum().backward()
 
-    run = forward if mode == "fwd" else forward_backward
+    kept = [None]
+
+    def forward_kept():  # the previous chain's result alive while the next is built (res = fn())
+        kept[0] = forward()
+
+    run = {"fwd": forward, "alive": forward_kept, "fwd+bwd": forward_backward}[mode]
     for _ in range(5):  # warm-up, not counted: caches, lazily built tables
         run()
     functools.reduce(lambda _, __: run(), range(chains), None)
@@ -45,7 +52,8 @@ def _child(mode, chains):
 
 
 def count(mode, ops):
-    """Instructions per op for `mode` ('fwd' or 'fwd+bwd') over `ops` ops."""
+    """Instructions per op for `mode` ('fwd', 'alive': fwd with the previous result kept, or
+    'fwd+bwd') over `ops` ops."""
     chains = max(1, ops // (2 * CHAIN))
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "callgrind.out")
@@ -70,7 +78,7 @@ def main(argv=None):
     if shutil.which("valgrind") is None:
         sys.exit("op_instructions.py needs valgrind (apt-get install valgrind)")
     print("| mode | instructions per op |\n|---|---:|")
-    for mode in ("fwd", "fwd+bwd"):
+    for mode in ("fwd", "alive", "fwd+bwd"):
         print(f"| {mode} | {count(mode, args.ops):,.0f} |")
 
 

@@ -313,6 +313,9 @@ class Module:
     def half(self):
         return self.to(tg.float16)
 
+    def bfloat16(self):
+        return self.to(tg.bfloat16)
+
     # --- state dict ------------------------------------------------------------------------------
     def state_dict(self, prefix="", keep_vars=False):
         """Parameters and persistent buffers by dotted path, detached (sharing memory) unless

@@ -13,9 +13,9 @@ from .autograd import (  # noqa: F401
     is_grad_enabled, is_inference_mode_enabled, no_grad, primitive, scope, set_grad_enabled,
 )
 from .backend import (  # noqa: F401
-    bool_, cuda_is_available, default_device, float16, float32, float64, get_default_dtype,
-    int8, int16, int32, int64, manual_seed, set_default_device, set_default_dtype,
-    set_printoptions, uint8,
+    bfloat16, bool_, complex64, complex128, cuda_is_available, default_device, dtype, float16,
+    float32, float64, get_default_dtype, int8, int16, int32, int64, manual_seed,
+    set_default_device, set_default_dtype, set_printoptions, uint8,
 )
 from .backend.dtype_info import finfo, iinfo  # noqa: F401
 from .backend.threads import get_num_threads, set_num_threads  # noqa: F401
@@ -46,7 +46,8 @@ numel, is_floating_point, is_complex = Tensor.numel, Tensor.is_floating_point, T
 # torch's aliases: tensorgrad.float is float32, tensorgrad.long is int64, ...
 bool = bool_  # noqa: A001
 float, double, half = float32, float64, float16  # noqa: A001
-int, long = int32, int64  # noqa: A001
+int, long, short = int32, int64, int16  # noqa: A001
+cfloat, cdouble = complex64, complex128
 
 __version__ = "0.1.0"
 

@@ -71,7 +71,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
                              f"{exc}") from None
         if array is data:
             array = array.copy()
-        if array.dtype.kind not in "biufc":
+        if _backends.BY_NUMPY[array.dtype].kind not in "biufc":
             raise TypeError(f"tensor(): cannot make a tensor from {type(data).__name__} "
                             f"holding {array.dtype} values; expected numbers or bools")
     t = from_array(array, backend)

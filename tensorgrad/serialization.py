@@ -44,7 +44,8 @@ FORMAT = "tensorgrad-checkpoint-2"
 _FORMAT_1 = "tensorgrad-checkpoint-1"
 _MARKERS = ("__tensor__", "__tuple__", "__items__")
 _DTYPES = {"BOOL": "bool", "U8": "uint8", "I8": "int8", "I16": "int16", "I32": "int32",
-           "I64": "int64", "F16": "float16", "F32": "float32", "F64": "float64"}
+           "I64": "int64", "F16": "float16", "BF16": "bfloat16", "F32": "float32",
+           "F64": "float64"}
 _CODES = {name: code for code, name in _DTYPES.items()}
 _UNSET = b'"checksum":"00000000"'  # the checksum field as it is counted by the checksum
 _MAX_HEADER = 100 * 2**20  # safetensors' own limit; a flipped length byte must not allocate GBs

@@ -15,6 +15,8 @@ from . import backend as _backends
 from .device import device
 from .size import Size as _Size
 
+_DTYPES = _backends.BY_NUMPY
+
 
 class Tensor:
     __slots__ = ("data", "grad", "requires_grad", "_node", "_backend", "_version", "__weakref__")
@@ -43,13 +45,13 @@ class Tensor:
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return _DTYPES[self.data.dtype]  # one object per dtype: a lookup, not a construction
 
     def is_floating_point(self):
-        return self.data.dtype.kind == "f"
+        return self.dtype.is_floating_point
 
     def is_complex(self):
-        return self.data.dtype.kind == "c"
+        return self.dtype.is_complex
 
     def element_size(self):
         """Bytes per element."""
@@ -231,6 +233,9 @@ class Tensor:
     def half(self):
         return self.to(_backends.float16)
 
+    def bfloat16(self):
+        return self.to(_backends.bfloat16)
+
     def long(self):
         return self.to(_backends.int64)
 
@@ -307,6 +312,10 @@ def tensor_method(fn, name=None):
     if code is not None and "dim" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount] \
             and not hasattr(fn, "__wrapped__"):
         fn = _numpy_names(fn)
+    own = getattr(fn, "__name__", "")
+    if name and own.startswith("_") and not own.startswith("__"):
+        # a private function that exists only as this method: help() shows Tensor.<name>
+        fn.__name__, fn.__qualname__ = name, f"Tensor.{name}"
     setattr(Tensor, name or fn.__name__, fn)
     return fn
 

@@ -274,6 +274,12 @@ def test_op_instructions_child_runs_the_chain_with_gradients():
     np.testing.assert_allclose(x.grad.numpy(), np.full(16, 1.0001 ** 100), rtol=1e-5)
 
 
+def test_op_instructions_alive_mode_keeps_each_chain_until_the_next():
+    from benchmarks import op_instructions
+
+    assert op_instructions._child("alive", 2).grad is None  # forward only, nothing backward
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not __import__("shutil").which("valgrind"), reason="needs valgrind")
 def test_op_instructions_counts_under_callgrind():

@@ -16,7 +16,7 @@ def plain(x):
         return ("tensor", tuple(x.shape), _dtype_name(x.dtype), x.detach().cpu().numpy())
     if isinstance(x, np.ndarray):
         return ("tensor", x.shape, str(x.dtype), x)
-    if isinstance(x, (torch.dtype, np.dtype)):
+    if isinstance(x, (torch.dtype, tg.dtype, np.dtype)):
         return ("dtype", _dtype_name(x))
     if isinstance(x, dict):
         return {k: plain(v) for k, v in x.items()}
@@ -28,7 +28,7 @@ def plain(x):
 
 
 def _dtype_name(dtype):
-    return str(dtype).replace("torch.", "")
+    return str(dtype).replace("torch.", "").replace("tensorgrad.", "")
 
 
 def same(ours, theirs, where="result"):

@@ -5,7 +5,9 @@ F.scaled_dot_product_attention.
 The measuring is benchmarks/attention.py's own (run it directly for its composite variants as
 well): this workload calls its worker once per length, each in a fresh process, because a
 memory high-water mark can only be read once per process. Its worker reports the median time
-and the growth of the peak RSS over the first forward + backward.
+and the growth of the peak RSS over the first forward + backward; for tensorgrad, whose compiled
+kernels it loads before that step (as every run.py child does), also what loading them added
+to the resident set (Numba and LLVM: the compile-time memory).
 """
 import json
 import os
@@ -41,4 +43,6 @@ def run(env):
         result = json.loads(done.stdout.strip().splitlines()[-1])
         rows.append(row(f"T={T}", "ms fwd+bwd", single(result["ms"])))
         rows.append(row(f"T={T}", "peak growth MiB", single(result["mib"])))
+        if env.framework == "tensorgrad":  # loading the compiled kernels, before the step
+            rows.append(row(f"T={T}", "kernels' RSS MiB", single(result["kernels_mib"])))
     return rows

@@ -43,6 +43,9 @@ class Primitive:
                              if self.saves == tuple(range(len(self.saves))) else None)
         self.saves_out = saves_out
         self.saves_when = saves_when
+        # saves_when as (position in the saved tuple, the inputs that read it): the node's loop
+        self._dropped_unless = None if saves_when is None else tuple(
+            (k, tuple(saves_when[i])) for k, i in enumerate(self.saves) if i in saves_when)
         self.saves_extra = saves_extra
         self.composite = composite
         self.differentiable = differentiable
@@ -214,10 +217,15 @@ class Node:
         self.in_shapes, self.in_dtypes = tuple(shapes), tuple(dtypes)
         sliced = prim._saved_slice
         saved = args[sliced] if sliced is not None else [args[i] for i in prim.saves]
-        when = prim.saves_when
-        if when is not None:
-            saved = [None if i in when and not any(needs[j] for j in when[i]) else t
-                     for i, t in zip(prim.saves, saved)]
+        dropped_unless = prim._dropped_unless
+        if dropped_unless is not None:  # loops, no generators: once per recorded mul or matmul
+            saved = list(saved)
+            for k, readers in dropped_unless:
+                for j in readers:
+                    if needs[j]:
+                        break
+                else:  # no gradient that reads it is wanted
+                    saved[k] = None
         self.saved = saved
         versions = []
         for t in saved:  # a loop, not a comprehension: no function object made (op_overhead fwd)

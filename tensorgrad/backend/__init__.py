@@ -13,42 +13,31 @@ from .numpy_backend import NumpyBackend
 from .process import tune_process  # noqa: F401
 from . import cuda_runtime
 
-# dtypes are numpy dtype objects; CuPy uses the same ones.
-float16 = numpy.dtype("float16")
-float32 = numpy.dtype("float32")
-float64 = numpy.dtype("float64")
-int8 = numpy.dtype("int8")
-int16 = numpy.dtype("int16")
-int32 = numpy.dtype("int32")
-int64 = numpy.dtype("int64")
-uint8 = numpy.dtype("uint8")
-bool_ = numpy.dtype("bool")
-
-_DTYPE_NAMES = {
-    "float16": float16, "half": float16, "float32": float32, "float": float32,
-    "float64": float64, "double": float64, "int8": int8, "int16": int16, "int32": int32,
-    "int": int32, "int64": int64, "long": int64, "uint8": uint8, "bool": bool_,
-}
+from .dtypes import (  # noqa: F401
+    NAMES as _DTYPE_NAMES, BY_NUMPY, bfloat16, bool_, complex64, complex128, dtype, float16,
+    float32, float64, int8, int16, int32, int64, uint8,
+)
 
 _backends = {}
 _default_device = None
 _seed = None
 
 
-def as_dtype(dtype):
-    """Normalise a dtype given as a dtype, a Python type or a name; None stays None."""
-    if dtype is None or isinstance(dtype, numpy.dtype):
-        return dtype
-    if isinstance(dtype, str):
-        if dtype not in _DTYPE_NAMES:
-            raise TypeError(f"unknown dtype {dtype!r}; expected one of {sorted(_DTYPE_NAMES)}")
-        return _DTYPE_NAMES[dtype]
-    if dtype is bool:
+def as_dtype(dtype_like):
+    """Our dtype for a dtype, a NumPy dtype, a Python type or a name; None stays None."""
+    if dtype_like is None or type(dtype_like) is dtype:
+        return dtype_like
+    if isinstance(dtype_like, str):
+        if dtype_like not in _DTYPE_NAMES:
+            raise TypeError(f"unknown dtype {dtype_like!r}; expected one of "
+                            f"{sorted(_DTYPE_NAMES)}")
+        return _DTYPE_NAMES[dtype_like]
+    if dtype_like is bool:
         return bool_
     try:
-        return numpy.dtype(dtype)
+        return BY_NUMPY[numpy.dtype(dtype_like)]
     except TypeError:
-        raise TypeError(f"unknown dtype {dtype!r}") from None
+        raise TypeError(f"unknown dtype {dtype_like!r}") from None
 
 
 def normalize_device(device):
@@ -178,6 +167,8 @@ def array_repr(host_array):
             v, precision=precision, unique=False)}
     # PyTorch's look: every float with `precision` digits, unless all are whole numbers ("2.").
     floatmode = "fixed"
+    if host_array.dtype == bfloat16:  # NumPy prints it with float32's digits otherwise
+        host_array = host_array.astype(float32)
     if host_array.dtype.kind == "f":
         finite = host_array[numpy.isfinite(host_array)]
         if finite.size and (finite == numpy.round(finite)).all() or not finite.size:

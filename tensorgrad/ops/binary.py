@@ -22,7 +22,7 @@ from .unary import inplace_form, log
 def _float_operands(a, b, op):
     """Both operands as Tensors of one floating dtype (integers promote to the default dtype)."""
     a, b = binary_operands(a, b)
-    if a.data.dtype.kind not in "fc":
+    if a.dtype.kind not in "fc":
         a, b = a.to(get_default_dtype()), b.to(get_default_dtype())
     if a._backend is not b._backend:
         raise RuntimeError(f"{op}: the operands are on {a.device} and {b.device}")

@@ -13,7 +13,7 @@ from .operands import binary_operands
 def _integer_operands(name, input, other, bools=True):
     a, b = binary_operands(input, other)
     kinds, wanted = ("biu", "integer or bool") if bools else ("iu", "integer")
-    if a.data.dtype.kind not in kinds:
+    if a.dtype.kind not in kinds:
         raise TypeError(f"{name}: expected {wanted} tensors, got {a.dtype}; PyTorch has no "
                         f"{name} for that dtype either")
     return a, b
@@ -71,7 +71,7 @@ def bitwise_right_shift(input, other):
 @tensor_method
 def bitwise_not(input):
     """Bit-by-bit NOT of integers (-x - 1), logical NOT of bools: `~input`."""
-    if input.data.dtype.kind not in "biu":
+    if input.dtype.kind not in "biu":
         raise TypeError(f"bitwise_not (~): expected an integer or bool tensor, got {input.dtype}; "
                         "PyTorch has ~ only for integer and bool tensors")
     return _not(input)

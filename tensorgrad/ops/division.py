@@ -83,7 +83,7 @@ def _fmod_vjp(ctx, g):
 
 def _numeric_operands(name, a, b):
     a, b = binary_operands(a, b)
-    if a.data.dtype.kind == "b":
+    if a.dtype.kind == "b":
         raise TypeError(f"{name}: not implemented for bool tensors (got {a.dtype} and {b.dtype}); "
                         "convert them with .long() or .float() first")
     return a, b
@@ -100,7 +100,7 @@ def div(input, other, rounding_mode=None):
     if rounding_mode is not None:
         return _div_rounded(*_numeric_operands("div", input, other), rounding_mode=rounding_mode)
     a, b = binary_operands(input, other)
-    if a.data.dtype.kind not in "fc":  # true division of integers gives floats, as in PyTorch
+    if a.dtype.kind not in "fc":  # true division of integers gives floats, as in PyTorch
         a, b = a.to(get_default_dtype()), b.to(get_default_dtype())
     if not isinstance(input, Tensor) and b.requires_grad:
         return reciprocal(b) * a  # PyTorch's form: it saves 1/b, not b

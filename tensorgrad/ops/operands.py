@@ -12,7 +12,7 @@ _SCALARS = (bool, int, float)
 
 def scalar_dtype(value, like_dtype):
     """The dtype a Python scalar takes next to a tensor of `like_dtype` (it never upcasts)."""
-    kind = like_dtype.kind
+    kind = _backends.BY_NUMPY[like_dtype].kind  # bfloat16's NumPy kind is "V"
     if isinstance(value, bool):
         return like_dtype
     if isinstance(value, int):
@@ -59,6 +59,9 @@ def result_dtype(da, db):
     """PyTorch's promotion of two dtypes: floats beat integers and bools, wider beats narrower."""
     if da == db:
         return da
+    da, db = _backends.BY_NUMPY[da], _backends.BY_NUMPY[db]
+    if da.kind == db.kind == "f" and da.itemsize == db.itemsize:
+        return _backends.float32  # float16 with bfloat16, as in PyTorch
     fa, fb = da.kind in "fc", db.kind in "fc"
     if fa != fb:
         return da if fa else db
@@ -118,6 +121,6 @@ def normalize_dims(dim, ndim, op):
 
 
 def require_float(x, op):
-    if x.data.dtype.kind not in "fc":
+    if x.dtype.kind not in "fc":
         raise TypeError(f"{op}: expected a floating point tensor, got {x.data.dtype} "
                         f"(shape {x.shape}); convert with .float()")

@@ -43,12 +43,12 @@ def _accumulator(x, dtype):
     """x in the dtype a sum or product accumulates in: `dtype` if given, int64 for ints/bools."""
     if dtype is not None:
         return x.to(dtype)
-    return x.long() if x.data.dtype.kind in "biu" else x
+    return x.long() if x.dtype.kind in "biu" else x
 
 
 @tensor_method
 def mean(x, dim=None, keepdim=False):
-    if x.data.dtype.kind not in "fc":
+    if x.dtype.kind not in "fc":
         raise TypeError(f"mean: expected a floating point tensor, got {x.dtype}; use .float()")
     dims = normalize_dims(dim, x.ndim, "mean")
     count = 1
@@ -97,7 +97,7 @@ def std_mean(x, dim=None, correction=1, keepdim=False, unbiased=None):
 @tensor_method
 def nansum(x, dim=None, keepdim=False, dtype=None):
     """sum with NaNs counted as zero."""
-    if x.data.dtype.kind in "fc":
+    if x.dtype.kind in "fc":
         x = where(isnan(x), 0.0, x)
     return sum(x, dim, keepdim, dtype)
 
@@ -105,7 +105,7 @@ def nansum(x, dim=None, keepdim=False, dtype=None):
 @tensor_method
 def nanmean(x, dim=None, keepdim=False):
     """mean of the values that are not NaN (NaN where a slice has none)."""
-    if x.data.dtype.kind not in "fc":
+    if x.dtype.kind not in "fc":
         raise TypeError(f"nanmean: expected a floating point tensor, got {x.dtype}")
     present = ~isnan(x)
     return nansum(x, dim, keepdim) / sum(present, dim, keepdim).to(x.dtype)
@@ -418,7 +418,7 @@ def logcumsumexp(x, dim):
     """log(cumsum(exp(x))) along dim, stable for any spread of values (-1000 next to 0 stays
     -1000). A Hillis-Steele scan: log2(n) rounds, each combining every entry with the one
     `step` before it by a stable logaddexp, so memory is n log n, not the n**2 of a prefix table."""
-    if x.data.dtype.kind not in "fc":
+    if x.dtype.kind not in "fc":
         raise TypeError(f"logcumsumexp: expected a floating point tensor, got {x.dtype}")
 
     def scan(t, d):

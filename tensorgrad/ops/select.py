@@ -1,6 +1,7 @@
 """Elementwise selection: maximum, minimum, clamp and where route each gradient to the value
 that was chosen."""
 from ..autograd import guard, primitive
+from ..backend import BY_NUMPY
 from ..errors import OpError
 from ..tensor import Tensor, tensor_method
 from .operands import as_operand, binary_operands
@@ -41,7 +42,8 @@ def minimum(a, b):
 
 @primitive("clamp", saves=(0,))
 def _clamp(xp, x, min=None, max=None):
-    return xp.clip(x, min, max)
+    out = xp.clip(x, min, max)  # a float keeps its dtype; NumPy's clip turns bfloat16 float32
+    return out.astype(x.dtype, copy=False) if BY_NUMPY[x.dtype].is_floating_point else out
 
 
 @_clamp.defvjp
@@ -86,7 +88,7 @@ def where(condition, a, b):
     """Elementwise `a if condition else b`, broadcasting all three."""
     if not isinstance(condition, Tensor):
         raise TypeError(f"where: condition must be a bool Tensor, got {type(condition).__name__}")
-    if condition.data.dtype.kind != "b":
+    if condition.dtype.kind != "b":
         raise TypeError(f"where: expected a bool condition, got {condition.dtype} (shape "
                         f"{condition.shape}); compare first, e.g. where(x != 0, a, b), as "
                         "PyTorch requires too")

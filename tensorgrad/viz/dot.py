@@ -121,7 +121,7 @@ def _label(item, classes, show):
             lines.append(f"steps {min(item.steps)}–{max(item.steps)}")
     else:
         shape = "scalar" if item.shape == () else str(item.shape)
-        dtype = f" {item.dtype}" if item.kind != "op" or str(item.dtype) != "float32" else ""
+        dtype = f" {item.dtype.name}" if item.kind != "op" or item.dtype.name != "float32" else ""
         lines.append(shape + dtype)
         if show["values"] and item.value is not None and item.value.numel() <= _TINY:
             lines.append("data " + format_values(item.value))

@@ -143,9 +143,9 @@ def _inputs_first(items):
 
 def _node(key, item, ids):
     return {"id": ids[key], "kind": item.kind, "name": item.title, "module": item.scope or "",
-            "shape": list(item.shape), "dtype": str(item.dtype), "device": item.device,
+            "shape": list(item.shape), "dtype": item.dtype.name, "device": item.device,
             "inputs": [{"node": ids[key] if key is not None else None, "shape": list(shape),
-                        "dtype": str(dtype)} for key, shape, dtype in item.inputs],
+                        "dtype": dtype.name} for key, shape, dtype in item.inputs],
             "stats": _stats(item.value), "grad": _grad(item.grad),
             "nonfinite": nonfinite(item.value)}
 

@@ -72,10 +72,12 @@ def test_plain_safetensors_files_load_as_a_flat_dict(tmp_path):
 def test_dtypes_numpy_cannot_hold_are_named(tmp_path):
     torch = pytest.importorskip("torch")
     from safetensors.torch import save_file
-    path = tmp_path / "bf16.safetensors"
-    save_file({"w": torch.ones(2, dtype=torch.bfloat16)}, str(path))
-    with pytest.raises(nn.CheckpointError, match="tensor 'w' in .*bf16.safetensors is BF16"):
+    path = tmp_path / "f8.safetensors"
+    save_file({"w": torch.ones(2, dtype=torch.float8_e4m3fn)}, str(path))
+    with pytest.raises(nn.CheckpointError, match="tensor 'w' in .*f8.safetensors is F8_E4M3"):
         nn.load(path)
+    save_file({"w": torch.ones(2, dtype=torch.bfloat16)}, str(path))  # bfloat16 loads
+    assert nn.load(path)["w"].dtype is tg.bfloat16
 
 
 def test_load_onto_a_device(tmp_path, device):

@@ -294,5 +294,5 @@ def test_cross_entropy_gradient_in_float32_is_softmax_minus_one_hot_to_rounding(
     shifted = np.exp(logits.astype(np.float64) - logits.max(1, keepdims=True))
     expected = shifted / shifted.sum(1, keepdims=True)
     expected[np.arange(256), target] -= 1
-    assert x.grad.dtype == np.float32
+    assert x.grad.dtype == tg.float32
     assert np.abs(np.asarray(x.grad) - expected).max() < 5e-7

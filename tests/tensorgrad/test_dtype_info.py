@@ -6,7 +6,7 @@ import tensorgrad as tg
 torch = pytest.importorskip("torch")
 
 
-@pytest.mark.parametrize("name", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
 def test_finfo_matches_torch(name):
     ours, theirs = tg.finfo(getattr(tg, name)), torch.finfo(getattr(torch, name))
     for field in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):

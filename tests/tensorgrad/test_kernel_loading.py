@@ -143,4 +143,7 @@ def test_the_warmup_command_builds_the_kernels_and_its_help_runs_nothing():
     done = subprocess.run([sys.executable, "-m", "tensorgrad.warmup"], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert "compiling CPU kernels for float32 ... done" in done.stdout
+    if kernel_loading.mode() == "off":  # TENSORGRAD_NUMBA=0 reaches the command too
+        assert "no compiled kernels to build" in done.stdout
+    else:
+        assert "compiling CPU kernels for float32 ... done" in done.stdout

@@ -16,6 +16,8 @@ from tensorgrad.backend import get_backend, kernel_loading
 CPU = get_backend("cpu")
 pytest.importorskip("numba", reason="numba is not installed: the CPU backend runs without "
                                     "fused kernels (pip install tensorgrad[fast])")
+if kernel_loading.mode() == "off":
+    pytest.skip("TENSORGRAD_NUMBA=0: the kernels are switched off", allow_module_level=True)
 
 
 @pytest.fixture

@@ -40,3 +40,14 @@ def test_help_shows_the_ops_docstring():
     assert "along dim" in tg.Tensor.softmax.__doc__
     x = tg.tensor([1.0, 2.0])
     assert bool((x.softmax(0) == tg.softmax(x, 0)).all())
+
+
+def test_methods_declared_from_private_functions_show_their_method_name():
+    """help(Tensor) and tracebacks name Tensor.backward, not the function behind it."""
+    import types
+    named = {name: fn.__name__ for name, fn in vars(tg.Tensor).items()
+             if isinstance(fn, types.FunctionType)}
+    assert not {name: own for name, own in named.items()
+                if not name.startswith("_") and own.startswith("_")}
+    assert tg.Tensor.__init__.__name__ == "__init__"
+    assert tg.Tensor.backward.__qualname__ == "Tensor.backward"
