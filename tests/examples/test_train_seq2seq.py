@@ -47,11 +47,14 @@ def test_train_t5_quick_learns_and_writes(tmp_path):
     assert (written / "loss.png").exists() or "matplotlib is not installed" in out
 
 
-def test_train_translation_quick_learns_and_writes(monkeypatch, tmp_path, capsys):
-    exact, bleu = _load("train_translation", monkeypatch).main(["--quick", "--out",
-                                                                str(tmp_path)])
-    assert 0.0 <= exact <= 1.0 and 0.0 < bleu <= 1.0
-    out = capsys.readouterr().out
+def test_train_translation_quick_learns_and_writes(tmp_path):
+    # its own process, as T5's: the one-thread BLAS setting must come before NumPy loads
+    done = subprocess.run([sys.executable, str(EXAMPLES / "train_translation.py"), "--quick",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    bleu = float(re.search(r"BLEU ([\d.]+)", out).group(1))
+    assert 0.0 < bleu <= 100.0, out
     first, last = re.search(r"trained 200 steps .* loss ([\d.]+) -> ([\d.]+)", out).groups()
     assert float(last) < float(first) / 2, out
     assert "cross-attention" in out and "--quick:" in out
