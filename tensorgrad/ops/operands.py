@@ -42,9 +42,11 @@ def as_operand(value, like):
 def _scalar_constant(value, like):
     """The cached 0-d tensor for a Python scalar next to `like`."""
     backend, like_dtype = like._backend, like.data.dtype
+    # the default dtype is in the key: a float next to an integer tensor takes it (scalar_dtype);
     # 0.0 and -0.0 are equal keys, so zeros alone also key on their spelling (op_overhead fwd)
-    key = ((value, type(value), like_dtype, backend) if value else
-           (value, type(value), like_dtype, backend, str(value)))
+    key = ((value, type(value), like_dtype, backend, _backends.get_default_dtype()) if value
+           else (value, type(value), like_dtype, backend, _backends.get_default_dtype(),
+                 str(value)))
     constant = _constants.get(key)
     if constant is None:
         if len(_constants) > 1024:

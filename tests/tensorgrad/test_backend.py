@@ -230,6 +230,7 @@ def test_the_import_scan_would_notice(tmp_path):
 def test_default_dtype_is_global_and_drives_creation_as_torch():
     torch = pytest.importorskip("torch")
     assert tg.get_default_dtype() == tg.float32
+    assert (tg.tensor([1, 2]) * 0.5).dtype == tg.float32  # its constant cached at float32
     try:
         for lib in (tg, torch):
             lib.set_default_dtype(lib.float64)
