@@ -32,6 +32,16 @@ class dtype:  # noqa: N801  (torch's spelling)
     def __str__(self):  # the bare name, as NumPy's, in messages and a Tensor's repr
         return self.name
 
+    def __eq__(self, other):
+        """Equal to itself, to its NumPy dtype and to NumPy's scalar type (`numpy.float32`), as
+        the NumPy dtype is; not to a string (torch.float32 == "float32" is False)."""
+        if isinstance(other, dtype):
+            return self is other
+        if isinstance(other, numpy.dtype) or (isinstance(other, type)
+                                              and issubclass(other, numpy.generic)):
+            return self.dtype == other
+        return NotImplemented
+
     def __hash__(self):
         return hash(self.dtype)
 

@@ -40,6 +40,21 @@ def test_one_object_per_dtype_equal_to_numpys():
     assert len({tg.float32, tg.float32, tg.float64}) == 2
     assert copy.deepcopy(tg.bfloat16) is tg.bfloat16
     assert pickle.loads(pickle.dumps(tg.int8)) is tg.int8
+    # NumPy's scalar types too, as a NumPy dtype compares: backend code asks
+    # `dtype in (numpy.float32, numpy.float64)`, and False there drew other random numbers
+    assert tg.float32 == np.float32 and tg.float32 in (np.float32, np.float64)
+    assert tg.float16 != np.float32 and tg.int64 == np.int64
+
+
+def test_the_random_draws_are_numpys_for_each_dtype():
+    cpu = tg.backend.get_backend("cpu")
+    for ours, theirs in ((tg.float32, np.float32), (tg.float64, np.float64)):
+        for draw in ("random_uniform", "random_normal"):
+            a = getattr(cpu, draw)((5,), ours, np.random.default_rng(3))
+            b = getattr(cpu, draw)((5,), np.dtype(theirs), np.random.default_rng(3))
+            assert a.dtype == theirs and np.array_equal(a, b), draw
+    exact = np.random.default_rng(3).random(5, dtype=np.float32)
+    assert np.array_equal(cpu.random_uniform((5,), tg.float32, np.random.default_rng(3)), exact)
 
 
 def test_numpy_takes_them_wherever_it_takes_a_dtype():
