@@ -13,7 +13,7 @@ from .autograd import (  # noqa: F401
     is_grad_enabled, is_inference_mode_enabled, no_grad, primitive, scope, set_grad_enabled,
 )
 from .backend import (  # noqa: F401
-    bfloat16, bool_, complex64, complex128, cuda_is_available, default_device, dtype, float16,
+    bool_, complex64, complex128, cuda_is_available, default_device, dtype, float16,
     float32, float64, get_default_dtype, int8, int16, int32, int64, manual_seed,
     set_default_device, set_default_dtype, set_printoptions, uint8,
 )
@@ -62,4 +62,8 @@ def __getattr__(name):
         module = _importlib.import_module(_LAYERS_ABOVE[name])
         globals()[name] = module
         return module
+    if name == "bfloat16":  # made at first use: ml_dtypes takes half a second to import
+        from .backend import dtypes
+        globals()[name] = dtypes.bfloat16
+        return dtypes.bfloat16
     raise AttributeError(f"module 'tensorgrad' has no attribute {name!r}")

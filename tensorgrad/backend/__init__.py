@@ -13,9 +13,10 @@ from .numpy_backend import NumpyBackend
 from .process import tune_process  # noqa: F401
 from . import cuda_runtime
 
+from . import dtypes as _dtypes
 from .dtypes import (  # noqa: F401
-    NAMES as _DTYPE_NAMES, BY_NUMPY, bfloat16, bool_, complex64, complex128, dtype, float16,
-    float32, float64, int8, int16, int32, int64, uint8,
+    NAMES as _DTYPE_NAMES, BY_NUMPY, bool_, complex64, complex128, dtype, float16, float32,
+    float64, int8, int16, int32, int64, uint8,
 )
 
 _backends = {}
@@ -28,10 +29,11 @@ def as_dtype(dtype_like):
     if dtype_like is None or type(dtype_like) is dtype:
         return dtype_like
     if isinstance(dtype_like, str):
-        if dtype_like not in _DTYPE_NAMES:
+        try:
+            return _dtypes.named(dtype_like)
+        except KeyError:
             raise TypeError(f"unknown dtype {dtype_like!r}; expected one of "
-                            f"{sorted(_DTYPE_NAMES)}")
-        return _DTYPE_NAMES[dtype_like]
+                            f"{sorted({*_DTYPE_NAMES, *_dtypes.LAZY_NAMES})}") from None
     if dtype_like is bool:
         return bool_
     try:
@@ -167,7 +169,7 @@ def array_repr(host_array):
             v, precision=precision, unique=False)}
     # PyTorch's look: every float with `precision` digits, unless all are whole numbers ("2.").
     floatmode = "fixed"
-    if host_array.dtype == bfloat16:  # NumPy prints it with float32's digits otherwise
+    if host_array.dtype.name == "bfloat16":  # NumPy prints it with float32's digits otherwise
         host_array = host_array.astype(float32)
     if host_array.dtype.kind == "f":
         finite = host_array[numpy.isfinite(host_array)]
@@ -180,3 +182,9 @@ def array_repr(host_array):
         edgeitems=options["edgeitems"], max_line_width=options["linewidth"],
         suppress_small=sci_mode is False, formatter=formatter, floatmode=floatmode,
         prefix="tensor(")
+
+
+def __getattr__(name):
+    if name == "bfloat16":  # made at first use: its package takes a while to import
+        return _dtypes.bfloat16
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,9 +6,10 @@ take a dtype (`xp.zeros(3, dtype=tensorgrad.float32)`), and compares equal to th
 with the same hash, so arrays' dtypes and ours mix in comparisons and dict keys. There is one
 object per dtype: `Tensor.dtype` is a dict lookup. Besides torch's `is_floating_point`,
 `is_complex`, `is_signed` and `itemsize`, it keeps NumPy's `kind`, `name` and `type` for the code
-that reads them; bfloat16 (from `ml_dtypes`) has kind "f", where NumPy says "V".
+that reads them; bfloat16 (from `ml_dtypes`) has kind "f", where NumPy says "V". Importing
+ml_dtypes takes about half a second, more than the rest of `import tensorgrad`, so bfloat16 is
+made at its first use (`tensorgrad.bfloat16`, the name "bfloat16", a BF16 checkpoint).
 """
-import ml_dtypes
 import numpy
 
 
@@ -20,7 +21,7 @@ class dtype:  # noqa: N801  (torch's spelling)
 
     def __init__(self, numpy_dtype):
         self.dtype = numpy_dtype
-        self.kind = "f" if numpy_dtype == _BFLOAT16 else numpy_dtype.kind
+        self.kind = "f" if numpy_dtype.name == "bfloat16" else numpy_dtype.kind
         self.name, self.type, self.itemsize = numpy_dtype.name, numpy_dtype.type, \
             numpy_dtype.itemsize
         self.is_floating_point, self.is_complex = self.kind == "f", self.kind == "c"
@@ -49,9 +50,6 @@ class dtype:  # noqa: N801  (torch's spelling)
         return _of_numpy, (self.dtype,)
 
 
-_BFLOAT16 = numpy.dtype(ml_dtypes.bfloat16)
-
-
 class _Table(dict):
     """NumPy dtype -> our dtype, made on first sight for dtypes not named below."""
 
@@ -67,13 +65,34 @@ def _of_numpy(numpy_dtype):
     return BY_NUMPY[numpy_dtype]
 
 
-(float16, bfloat16, float32, float64, complex64, complex128, int8, int16, int32, int64, uint8,
- bool_) = (BY_NUMPY[numpy.dtype(name)] for name in (
-     "float16", _BFLOAT16, "float32", "float64", "complex64", "complex128", "int8", "int16",
-     "int32", "int64", "uint8", "bool"))
+(float16, float32, float64, complex64, complex128, int8, int16, int32, int64, uint8, bool_) = (
+    BY_NUMPY[numpy.dtype(name)] for name in (
+        "float16", "float32", "float64", "complex64", "complex128", "int8", "int16", "int32",
+        "int64", "uint8", "bool"))
 
-NAMES = {"float16": float16, "half": float16, "bfloat16": bfloat16, "float32": float32,
-         "float": float32, "float64": float64, "double": float64, "complex64": complex64,
-         "cfloat": complex64, "complex128": complex128, "cdouble": complex128, "int8": int8,
-         "int16": int16, "short": int16, "int32": int32, "int": int32, "int64": int64,
-         "long": int64, "uint8": uint8, "bool": bool_}
+NAMES = {"float16": float16, "half": float16, "float32": float32, "float": float32,
+         "float64": float64, "double": float64, "complex64": complex64, "cfloat": complex64,
+         "complex128": complex128, "cdouble": complex128, "int8": int8, "int16": int16,
+         "short": int16, "int32": int32, "int": int32, "int64": int64, "long": int64,
+         "uint8": uint8, "bool": bool_}
+LAZY_NAMES = ("bfloat16",)  # made at first use: named(), the module attribute
+
+
+def named(name):
+    """Our dtype of this name (KeyError if there is none)."""
+    if name == "bfloat16" and name not in NAMES:
+        return _bfloat16()
+    return NAMES[name]
+
+
+def _bfloat16():
+    import ml_dtypes
+    made = NAMES["bfloat16"] = BY_NUMPY[numpy.dtype(ml_dtypes.bfloat16)]
+    globals()["bfloat16"] = made
+    return made
+
+
+def __getattr__(name):
+    if name == "bfloat16":
+        return _bfloat16()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,7 +3,7 @@ import math
 
 import numpy
 
-from . import dtypes, kernel_loading, mkl_blas, threads
+from . import kernel_loading, mkl_blas, threads
 
 _scipy_erf = ...  # scipy.special.erf, imported at the first erf: it costs a tenth of a second
 
@@ -34,7 +34,6 @@ _FEW_ROWS_MKL = 8
 # layout is faster there and slower elsewhere (generate).
 _ROW_MAJOR_X_T = (8, 256)
 _FLOAT32 = numpy.dtype("float32")
-_BFLOAT16 = dtypes.bfloat16.dtype
 
 
 def _turns_round(a, b):
@@ -119,8 +118,9 @@ class NumpyBackend:
         (mkl_blas.py), with
         transposed and batched operands as they are; what it does not take comes here.
         """
-        if a.dtype is _BFLOAT16:  # ml_dtypes' matmul sums in float32 and answers in it; round
-            return numpy.matmul(a, b).astype(_BFLOAT16)
+        if a.dtype.kind == "V" and a.dtype.name == "bfloat16":
+            # ml_dtypes' matmul sums in float32 and answers in it: round back
+            return numpy.matmul(a, b).astype(a.dtype)
         if a.ndim == 2 and b.ndim == 2:
             rows = a.shape[0]
             if rows >= _FEW_ROWS[0] and _turns_round(a, b):

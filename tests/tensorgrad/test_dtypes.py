@@ -168,3 +168,17 @@ def test_loading_a_torch_bfloat16_state_dict(tmp_path):
     _same(ours(x), theirs(tx))
     np.testing.assert_array_equal(ours.weight.float().detach().numpy(),
                                   theirs.weight.float().detach().numpy())
+
+
+def test_bfloat16_and_its_package_load_at_first_use():
+    """ml_dtypes takes about half a second to import, more than the rest of tensorgrad."""
+    import subprocess
+    import sys
+    code = ("import sys, tensorgrad as tg\n"
+            "before = 'ml_dtypes' in sys.modules\n"
+            "x = tg.ones(2, dtype='bfloat16')\n"
+            "same = x.dtype is tg.bfloat16 is tg.backend.bfloat16\n"
+            "print(before, same, 'ml_dtypes' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True", "True"]

@@ -8,7 +8,7 @@ import pytest
 
 import tensorgrad as tg
 from tensorgrad import warmup
-from tensorgrad.backend import get_backend, kernel_loading, overrides
+from tensorgrad.backend import kernel_loading, overrides
 
 numba = pytest.importorskip("numba", reason="numba is not installed: there are no kernels to "
                                             "build (pip install tensorgrad[fast])")
