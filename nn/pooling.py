@@ -1,6 +1,6 @@
 """Pooling and reshaping layers: MaxPool1d/2d/3d, MaxUnpool1d/2d/3d, AvgPool1d/2d/3d,
-AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d, Upsample, Flatten, Unflatten. PyTorch's constructors; each calls the
-functional form."""
+AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d, Upsample, Flatten, Unflatten. PyTorch's
+constructors; each calls the functional form."""
 from . import functional as F
 from .module import Module
 
