@@ -1,14 +1,18 @@
 """When the compiled CPU kernels start to run.
 
 Numba compiles a kernel the first time it is called with new argument types and keeps the
-machine code on disk (`cache=True`). Compiling the kernels of one op takes seconds; even
-importing Numba and loading the code back from its cache takes a while. So a run never waits
-for either, and builds only what it uses. The kernels come in families, one per op (the name
-before the dot of an override's name: "layer_norm" for "layer_norm" and "layer_norm.vjp"). The
-first time an op asks for its family's kernels for a dtype, it gets the answer "not yet" and runs
-its array code (the same results to rounding), and a background thread imports Numba and the
-kernels, then runs the family's recipe (`tensorgrad.warmup`), loading each kernel from the cache
-(warm) or compiling it (cold: a message says so once). From then on that op runs the kernels.
+machine code on disk (`cache=True`). Compiling the kernels of one op takes seconds; loading them
+back takes a fraction of one. So a run never waits for a compilation, and builds only what it
+uses. The kernels come in families, one per op (the name before the dot of an override's name:
+"layer_norm" for "layer_norm" and "layer_norm.vjp"). The first time an op asks for its family's
+kernels for a dtype:
+
+- warm (a marker beside Numba's cache says this family was built, for these kernel sources,
+  this Numba and this dtype): the kernels run at once, each loaded from the cache at its first
+  call (a thread beside the run would slow its first step more: cold_start);
+- cold: the op gets the answer "not yet" and runs its array code (the same results to
+  rounding), while a background thread runs the family's recipe (`tensorgrad.warmup`),
+  compiling its kernels (a message says so once). From then on that op runs the kernels.
 
 TENSORGRAD_NUMBA=0 turns the kernels off; TENSORGRAD_NUMBA=wait loads or compiles each in the
 calling thread at its first use (what the tests do, so that a test's code path never depends on
@@ -94,8 +98,8 @@ def ready(arrays, family=EVERY):
             return True
         if key in _asked:
             return False
-        if mode() == "wait":  # each kernel compiles at its first call, in this thread
-            _ready.add(key)
+        if mode() == "wait" or _built(family, key[1].name):  # each kernel compiles or loads
+            _ready.add(key)                                 # at its first call, here
             return load() is not None
         _asked.add(key)
         _queue.append(key)
@@ -181,6 +185,13 @@ def _announce(dtype):
         print(f"tensorgrad: compiling CPU kernels for {dtype} (first run only; cached) - NumPy "
               "code runs meanwhile; `python -m tensorgrad.warmup` does it ahead of time",
               file=sys.stderr, flush=True)
+
+
+def _built(family, dtype):
+    """Whether the family's kernels (every family's, for EVERY) are in the disk cache."""
+    from .. import warmup
+    families = warmup.RECIPES if family == EVERY else [family]
+    return all(os.path.exists(_marker(name, dtype)) for name in families)
 
 
 def _marker(family, dtype):
