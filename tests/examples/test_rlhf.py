@@ -2,25 +2,10 @@
 reward model ranks above chance, and PPO and DPO each unlearn the sign-off; it writes its
 curves and checkpoints. The default run's figures are examples/results.py's."""
 import importlib.util
-import json
-import os
-import pathlib
-import subprocess
-import sys
-
-EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
-def test_quick_run_sft_then_ppo_and_dpo_learn_the_preference(tmp_path):
-    # its own process with BLAS on one thread (set before NumPy loads): these matrices are
-    # small, and on a busy machine BLAS threads made the run ten times slower
-    code = (f"import json, sys; sys.path.insert(0, {str(EXAMPLES)!r}); import rlhf; "
-            f"print(json.dumps(rlhf.main(['--quick', '--out', {str(tmp_path)!r}])))")
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+def test_quick_run_sft_then_ppo_and_dpo_learn_the_preference(tmp_path, run_main):
+    result, printed = run_main("rlhf", ["--quick", "--out", str(tmp_path)])
     history, rows = result["history"], result["rows"]
     sft, ppo, dpo = rows["SFT"][0], rows["PPO"][0], rows["DPO"][0]
     assert sft["answer_right"] > result["before"]["answer_right"] + 0.15
@@ -30,7 +15,7 @@ def test_quick_run_sft_then_ppo_and_dpo_learn_the_preference(tmp_path):
         assert stats["sign_off"] < 0.2 and stats["exact"] > sft["exact"] + 0.1, (sft, stats)
     assert len(history) == 3 and max(h["kl"] for h in history) < 3.0
     assert 0 < rows["DPO"][1] < 3.0
-    assert "--quick:" in done.stdout
+    assert "--quick:" in printed
     for name in ("sft", "reward_model", "ppo", "dpo"):
         assert (tmp_path / f"{name}.safetensors").exists()
     if importlib.util.find_spec("matplotlib"):
