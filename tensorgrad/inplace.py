@@ -254,29 +254,9 @@ def __setitem__(self, index, value):
 # The augmented operators are the in-place ops (`p -= lr * p.grad` updates p), as in
 # PyTorch; those of the integer ops (//=, %=, &=, |=, ^=, <<=, >>=) are declared with their
 # ops in ops/division.py and ops/bitwise.py.
-@tensor_method
-def __iadd__(self, other):
-    return self.add_(other)
-
-
-@tensor_method
-def __isub__(self, other):
-    return self.sub_(other)
-
-
-@tensor_method
-def __imul__(self, other):
-    return self.mul_(other)
-
-
-@tensor_method
-def __itruediv__(self, other):
-    return self.div_(other)
-
-
-@tensor_method
-def __ipow__(self, other):
-    return self.pow_(other)
+for _dunder, _method in (("__iadd__", add_), ("__isub__", sub_), ("__imul__", mul_),
+                         ("__itruediv__", div_), ("__ipow__", pow_)):
+    tensor_method(_method, _dunder)
 
 
 def _copy_of(x, src):
