@@ -100,6 +100,8 @@ def binary_operands(a, b):
 
 def normalize_dim(dim, ndim, op):
     """A dim in [-ndim, ndim) made non-negative, or a clear IndexError naming the op."""
+    if type(dim) is int and -ndim <= dim < ndim:  # the usual dim, one test (generate_user)
+        return dim % ndim
     size = max(ndim, 1)
     if not isinstance(dim, int) or isinstance(dim, bool):
         raise TypeError(f"{op}: dim must be an int, got {dim!r}")

@@ -30,14 +30,15 @@ def _reshape_vjp(ctx, g):
 @tensor_method
 def reshape(x, *shape):
     """The same elements in a new shape; one dimension may be -1 (inferred)."""
-    requested, size = _sizes(shape), x.data.size
-    shape = requested
+    data = x.data
+    requested = shape = _sizes(shape)
+    size = data.size
     if -1 in shape:  # inferred from the others; a second -1 or a 0 beside it stays invalid
         free = shape.index(-1)
         known = math.prod(shape[:free] + shape[free + 1:])
         if known > 0 and size % known == 0:
             shape = shape[:free] + (size // known,) + shape[free + 1:]
-    if shape == x.shape:
+    if shape == data.shape:
         return x
     if math.prod(shape) != size or min(shape, default=0) < 0:
         raise RuntimeError(f"reshape: cannot view a tensor of shape {x.shape} ({size} elements) "
@@ -126,10 +127,11 @@ def permute(x, *dims):
 
 @tensor_method
 def transpose(x, dim0, dim1):
-    d0, d1 = normalize_dim(dim0, x.ndim, "transpose"), normalize_dim(dim1, x.ndim, "transpose")
+    ndim = x.data.ndim
+    d0, d1 = normalize_dim(dim0, ndim, "transpose"), normalize_dim(dim1, ndim, "transpose")
     if d0 == d1:
         return x
-    dims = list(range(x.ndim))
+    dims = list(range(ndim))
     dims[d0], dims[d1] = d1, d0
     return _permute(x, dims=tuple(dims))
 
