@@ -7,7 +7,7 @@ corpus is the Python standard library's source (nothing to download, models/data
 into --out (out/long_context): masks.png (which keys each query sees, per pattern), loss.png
 (each model's training loss; both need matplotlib) and checkpoints/ (each model's state dict).
 
-    python examples/long_context.py                 # 5 models x 60 steps: a few minutes
+    python examples/long_context.py                 # 5 models x 60 steps: under a minute of CPU
     python examples/long_context.py --quick         # a smoke run (short context, few steps)
     python examples/long_context.py --masks-only --masks docs/attention_masks.png  # the docs'
 
