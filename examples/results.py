@@ -6,9 +6,11 @@ highest value with the command.
     python examples/results.py --only train_vit_digits --seeds 0 1 2 3 4
     python examples/results.py          # every row, seeds 0 1 2: slow (about an hour of CPU)
 
-Each full run's cost, per seed, on 2 cores: train_digits, train_cnn_digits and
-in_context_learning under a minute; train_translation and rlhf a few minutes; train_vit_digits,
-train_t5 and train_gpt 5-10 minutes; train_bert, which also fine-tunes (finetune_bert), longer.
+Each full run's cost, per seed, on 2 cores: train_digits, train_cnn_digits, long_context (24 s
+of CPU) and in_context_learning under a minute; swin (47 s of CPU, 140 s wall), train_translation
+and rlhf a few minutes; train_bert, which also fine-tunes (finetune_bert; 163 s of CPU), and
+finetune_lora, which first trains its base with train_gpt (204 s of CPU), 3-5 minutes wall;
+train_vit_digits, train_t5 and train_gpt 5-10 minutes.
 A seed changes the weights' initialisation, the augmentation and the order of the batches; the
 digits examples keep their train/test split (450 test images) whatever the seed, except
 train_digits, whose --seed also draws the split. Figures from one machine: the examples are
