@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import tensorgrad as tg
-from tensorgrad import nn
 
 torch = pytest.importorskip("torch")
 
