@@ -33,7 +33,7 @@ from tensorgrad.models.data import is_held_out, stdlib_documents
 from tensorgrad.models.tokenizer import WordPieceTokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import HelpFormatter, Progress  # noqa: E402  (what every example shares)
+from common import HelpFormatter, Progress, plot_curves  # noqa: E402  (what every example shares)
 
 
 # --- configuration ------------------------------------------------------------------------------
@@ -192,25 +192,14 @@ def predict(model, batch):
 
 
 def plot(history, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no plot (pip install matplotlib)")
-        return
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    left.plot(range(1, len(history["train"]) + 1), history["train"], lw=0.8)
-    left.set(xlabel="step", ylabel="masked-LM + next-sentence loss", title="training loss")
     steps = [s for s, _ in history["val"]]
-    for key, label in (("mlm", "masked-token"), ("nsp", "next-sentence")):
-        right.plot(steps, [v[key] for _, v in history["val"]], "o-", label=label)
-    right.set(xlabel="step", ylabel="accuracy", title="held-out accuracy", ylim=(0, 1))
-    right.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    print(f"loss curve: {path}")
+    plot_curves(path, "BERT pre-training", "step",
+                ("masked-LM + next-sentence loss",
+                 {"loss": (range(1, len(history["train"]) + 1), history["train"])}),
+                ("held-out accuracy", {f"val_acc ({label})": (steps, [v[key] for _, v in
+                                                              history["val"]])
+                                       for key, label in (("mlm", "masked token"),
+                                                          ("nsp", "next sentence"))}))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import tensorgrad.distributed as dist  # starts MPI only at dist.init() (--ddp)
 from tensorgrad import nn
 from tensorgrad.models import GPT, CharTokenizer, GPTConfig, load_tokenizer
 from tensorgrad.models.data import python_stdlib_corpus, random_windows
-from common import HelpFormatter, Progress
+from common import HelpFormatter, Progress, plot_curves
 
 
 # --- configuration ------------------------------------------------------------------------------
@@ -252,29 +252,16 @@ def save_checkpoint(path, model, optimizer, schedule, step, history):
 
 # --- plots (matplotlib when installed) ---------------------------------------------------------
 def plot_losses(history, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no loss plot (pip install matplotlib)")
-        return
+    """The training loss as a running mean over 2% of the run (one step's loss is noisy) and the
+    validation loss at each evaluation."""
     train = history["train"]
     window = max(1, len(train) // 50)
     smooth = [sum(train[max(0, i - window + 1):i + 1]) / len(train[max(0, i - window + 1):i + 1])
               for i in range(len(train))]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(range(1, len(train) + 1), train, color="tab:blue", alpha=0.25, lw=0.8)
-    ax.plot(range(1, len(train) + 1), smooth, color="tab:blue", label="train")
+    curves = {"loss (running mean)": (range(1, len(train) + 1), smooth)}
     if history["val"]:
-        steps, losses = zip(*history["val"])
-        ax.plot(steps, losses, "o-", color="tab:orange", label="validation")
-    ax.set(xlabel="step", ylabel="cross-entropy (nats per character)", title="GPT training")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    print(f"loss curve: {path}")
+        curves["val_loss"] = tuple(zip(*history["val"]))
+    plot_curves(path, "GPT training", "step", ("cross-entropy (nats per character)", curves))
 
 
 if __name__ == "__main__":
