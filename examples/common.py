@@ -1,6 +1,22 @@
-"""What the examples share: their --help formatter, their progress bar and their curve picture
-(tqdm and matplotlib when installed; each example still runs without them)."""
+"""What the examples share: their --help formatter, their progress bar, their curve picture
+(tqdm and matplotlib when installed; each example still runs without them) and the BLAS
+thread setting of those whose matrices are small."""
 import argparse
+import os
+import sys
+
+SMALL_MATRICES_NOTE = ("BLAS runs on one thread (OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1) "
+                       "unless you set those variables: its matrices are small.")
+
+
+def one_blas_thread():
+    """For an example whose matrices are small: BLAS (and OpenMP) on one thread, set before NumPy
+    loads, so call it before importing tensorgrad. A second thread only adds synchronisation
+    there, and on a busy 2-core machine its waiting made a run up to ten times slower
+    (docs/examples.md). A value the user set is kept. Returns whether it could still apply."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    return "numpy" not in sys.modules
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,

@@ -1,15 +1,18 @@
 """A two-layer network written with raw tensors, trained on two interleaving half-moons.
 
 No modules, no optimizer classes: parameters are plain tensors with requires_grad=True, the
-update is written out under no_grad. This is everything tensorgrad.nn builds on.
+update is written out under no_grad. This is everything tensorgrad.nn builds on. Writes into
+--out (out/demo): curves.png (training loss and test accuracy; needs matplotlib) and
+demo.safetensors (the four parameter tensors, reloaded with tg.load and scored again).
 
     python examples/demo.py
 """
 import argparse
 import math
+import os
 
 import tensorgrad as tg
-from common import HelpFormatter
+from common import HelpFormatter, Progress, plot_curves
 
 # --- configuration -----------------------------------------------------------------------
 
@@ -17,6 +20,7 @@ parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormat
 parser.add_argument("--steps", type=int, default=300, help="gradient steps")
 parser.add_argument("--seed", type=int, default=0, help="random seed: data and weights")
 parser.add_argument("--quick", action="store_true", help="100 steps: checks that it learns")
+parser.add_argument("--out", default=os.path.join("out", "demo"), help="folder for what it writes")
 args = parser.parse_args()
 
 SEED = args.seed
@@ -26,6 +30,7 @@ HIDDEN = 32
 STEPS = 100 if args.quick else args.steps
 LEARNING_RATE = 0.5
 BATCH = 256
+EVAL_EVERY = 25
 
 tg.manual_seed(SEED)
 
@@ -53,28 +58,43 @@ b2 = tg.zeros(2, requires_grad=True)
 params = [w1, b1, w2, b2]
 
 
-def model(x):
+def model(x, w1, b1, w2, b2):
     hidden = (x @ w1 + b1).tanh()       # (N, HIDDEN)
     return hidden @ w2 + b2             # (N, 2) logits
 
 
-def accuracy(x, y):
+def accuracy(x, y, weights=params):
     with tg.no_grad():
-        return (model(x).argmax(dim=1) == y).float().mean().item()
+        return (model(x, *weights).argmax(dim=1) == y).float().mean().item()
 
 
 # --- training loop: minibatch SGD ------------------------------------------------------------
+losses, val_steps, val_accs = [], [], []
+progress = Progress(0, STEPS)
 for step in range(1, STEPS + 1):
     batch = tg.randint(0, x_train.shape[0], (BATCH,))
-    loss = tg.cross_entropy(model(x_train[batch]), y_train[batch])
+    loss = tg.cross_entropy(model(x_train[batch], *params), y_train[batch])
     for p in params:
         p.grad = None
     loss.backward()
     with tg.no_grad():
         for p in params:
             p -= LEARNING_RATE * p.grad
-    if step % 50 == 0 or step == 1:
-        print(f"step {step:4d}  loss {loss.item():.4f}  train acc {accuracy(x_train, y_train):.3f}")
+    losses.append(loss.item())
+    if step % EVAL_EVERY == 0 or step == STEPS:
+        val_steps.append(step)
+        val_accs.append(accuracy(x_test, y_test))
+    progress.update(step, loss=losses[-1], val_acc=val_accs[-1] if val_accs else None)
+progress.close()
 
-# --- results -------------------------------------------------------------------------------
-print(f"test accuracy: {accuracy(x_test, y_test):.3f}")
+# --- results: the curve, the checkpoint, reloaded and scored again ----------------------------
+os.makedirs(args.out, exist_ok=True)
+plot_curves(os.path.join(args.out, "curves.png"), "two moons, raw-tensor MLP", "step",
+            ("loss", {"loss": (range(1, STEPS + 1), losses)}),
+            ("accuracy", {"val_acc": (val_steps, val_accs)}))
+path = os.path.join(args.out, "demo.safetensors")
+tg.save(dict(zip(["w1", "b1", "w2", "b2"], params)), path)
+reloaded = tg.load(path)
+print(f"checkpoint: {path}")
+test_acc = accuracy(x_test, y_test, [reloaded[k] for k in ("w1", "b1", "w2", "b2")])
+print(f"test accuracy: {test_acc:.3f}")

@@ -29,7 +29,7 @@ import tensorgrad as tg
 from tensorgrad import nn
 from tensorgrad.models import LoraConfig, get_peft_model
 from tensorgrad.models.data import STDLIB_MODULES, python_stdlib_corpus, random_windows
-from common import HelpFormatter
+from common import HelpFormatter, Progress
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGETS = {"attention": ["qkv_proj", "out_proj"], "all-linear": "all-linear"}
@@ -143,6 +143,7 @@ def run_one(args, method, rank):
     times, cpu_times = [], []  # wall and process CPU time: the CPU time barely moves when
     # other programs share the cores, the wall time does
     trained.train()
+    progress = Progress(0, args.steps)  # on stderr with tqdm: stdout carries the JSON result
     for step in range(1, args.steps + 1):
         tg.manual_seed(args.seed + step)  # every run sees the same batches
         tick, cpu_tick = time.perf_counter(), time.process_time()
@@ -157,6 +158,8 @@ def run_one(args, method, rank):
             curve["step"].append(step)
             curve["new"].append(val_loss(new_val))
             curve["old"].append(val_loss(old_val))
+        progress.update(step, loss=loss.item(), val_loss=curve["new"][-1])
+    progress.close()
 
     # What a run keeps: the whole model, or only the adapter (peft's folder format).
     folder = os.path.join(args.out, "adapters", name.replace(" r=", "_r"))
@@ -199,7 +202,7 @@ def main(argv=None):
     for method, rank in runs:
         done = subprocess.run([sys.executable, os.path.abspath(__file__), *forwarded,
                                "--run-one", method, str(rank)],
-                              check=True, capture_output=True, text=True)
+                              check=True, stdout=subprocess.PIPE, text=True)  # its bar shows
         results.append(json.loads(done.stdout.strip().splitlines()[-1]))
         r = results[-1]
         print(f"  {r['name']:<16} new {r['curve']['new'][-1]:.3f}  old {r['curve']['old'][-1]:.3f}"
@@ -214,7 +217,7 @@ def main(argv=None):
 def table(results):
     base = results[0]["curve"]
     header = ("run", "trainable", "share", "ckpt KB", "peak RSS MB", "ms/step", "CPU ms/step",
-              "val new", "val old")
+              "val_loss new", "val_loss old")
     rows = [("base model", "-", "-", "-", "-", "-", "-", f"{base['new'][0]:.3f}",
              f"{base['old'][0]:.3f}")]
     rows += [(r["name"], f"{r['trainable']:,}", f"{100 * r['trainable'] / r['total']:.2f}%",

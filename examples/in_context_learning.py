@@ -26,20 +26,24 @@ import os
 import random
 import time
 
-import tensorgrad as tg
-from tensorgrad import nn
-from tensorgrad.models import GPT, GPTConfig
-from tensorgrad.models.rlhf.icl import (
+from common import SMALL_MATRICES_NOTE, HelpFormatter, Progress, one_blas_thread, plot_curves
+
+one_blas_thread()  # before NumPy loads; SMALL_MATRICES_NOTE in --help says why
+
+import tensorgrad as tg  # noqa: E402
+from tensorgrad import nn  # noqa: E402
+from tensorgrad.models import GPT, GPTConfig  # noqa: E402
+from tensorgrad.models.rlhf.icl import (  # noqa: E402
     ALPHABET, FunctionFamily, PairTokenizer, few_shot_accuracy, training_batch,
 )
-from common import HelpFormatter, Progress, plot_curves
 
 SHOTS = (0, 1, 2, 4, 8)
 
 
 # --- configuration ------------------------------------------------------------------------------
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, epilog=SMALL_MATRICES_NOTE,
+                                formatter_class=HelpFormatter)
     p.add_argument("--quick", action="store_true", help="a shorter pre-training")
     p.add_argument("--steps", type=int, default=400, help="training steps")
     p.add_argument("--batch-size", type=int, default=32, help="examples per training step")

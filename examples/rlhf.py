@@ -36,21 +36,25 @@ import os
 import random
 import time
 
-import tensorgrad as tg
-from tensorgrad import nn
-from tensorgrad.models import GPT, GPTConfig
-from tensorgrad.models.rlhf import (
+from common import SMALL_MATRICES_NOTE, HelpFormatter, Progress, one_blas_thread, plot_curves
+
+one_blas_thread()  # before NumPy loads; SMALL_MATRICES_NOTE in --help says why
+
+import tensorgrad as tg  # noqa: E402
+from tensorgrad import nn  # noqa: E402
+from tensorgrad.models import GPT, GPTConfig  # noqa: E402
+from tensorgrad.models.rlhf import (  # noqa: E402
     PolicyWithValue, PPOConfig, PPOTrainer, RewardModel, TaskTokenizer, accuracy, answer_stats,
     bradley_terry_loss, clone, demonstrations, dpo_batch_loss, judge, judged_pairs,
     kl_to_reference, pair_batches, preference_accuracy, sample, sample_tasks, sft_loss,
     synthetic_pairs,
 )
-from common import HelpFormatter, Progress, plot_curves
 
 
 # --- configuration ------------------------------------------------------------------------------
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, epilog=SMALL_MATRICES_NOTE,
+                                formatter_class=HelpFormatter)
     p.add_argument("--quick", action="store_true",
                    help="one layer, every stage far shorter: seconds, not minutes")
     p.add_argument("--n-layer", type=int, default=2, help="transformer blocks")

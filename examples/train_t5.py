@@ -25,22 +25,21 @@ import random
 import string
 import time
 
-# The matrices here are 64 wide: BLAS threads only add synchronisation (on a busy 2-core machine
-# a step took 10x longer with them). Set before NumPy loads; an explicit setting wins.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+from common import SMALL_MATRICES_NOTE, HelpFormatter, Progress, one_blas_thread, plot_curves
+
+one_blas_thread()  # before NumPy loads; SMALL_MATRICES_NOTE in --help says why
 
 import tensorgrad as tg  # noqa: E402
 from tensorgrad import nn  # noqa: E402
 from tensorgrad.models import T5Config, T5ForConditionalGeneration  # noqa: E402
 from tensorgrad.models.data import python_stdlib_corpus  # noqa: E402
 from tensorgrad.models.span_corruption import SpanCorruption  # noqa: E402
-from common import HelpFormatter, Progress, plot_curves  # noqa: E402  (what every example shares)
 
 
 # --- configuration ------------------------------------------------------------------------------
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, epilog=SMALL_MATRICES_NOTE,
+                                formatter_class=HelpFormatter)
     p.add_argument("--d-model", type=int, default=64, help="model width")
     p.add_argument("--heads", type=int, default=4, help="attention heads per block")
     p.add_argument("--layers", type=int, default=2, help="in each of encoder and decoder")

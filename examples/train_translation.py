@@ -23,19 +23,19 @@ import random
 import time
 from collections import Counter
 
-# Small matrices: BLAS threads only add synchronisation (see train_t5.py). Set before NumPy.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+from common import SMALL_MATRICES_NOTE, HelpFormatter, Progress, one_blas_thread, plot_curves
+
+one_blas_thread()  # before NumPy loads; SMALL_MATRICES_NOTE in --help says why
 
 import tensorgrad as tg  # noqa: E402
 from tensorgrad import nn  # noqa: E402
 from tensorgrad.models import Seq2SeqTransformer, TransformerConfig  # noqa: E402
 from tensorgrad.nn.masks import padding_mask_from_attention_mask  # noqa: E402
-from common import HelpFormatter, Progress, plot_curves  # noqa: E402  (what every example shares)
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, epilog=SMALL_MATRICES_NOTE,
+                                formatter_class=HelpFormatter)
     p.add_argument("--d-model", type=int, default=64, help="model width")
     p.add_argument("--heads", type=int, default=4, help="attention heads per block")
     p.add_argument("--layers", type=int, default=2, help="in each of encoder and decoder")

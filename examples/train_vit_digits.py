@@ -30,7 +30,7 @@ from tensorgrad.models.digits import RandomShift, load_digits
 from tensorgrad.models.swin import SwinConfig, SwinForImageClassification
 from tensorgrad.models.vit import ViTConfig, ViTForImageClassification
 from tensorgrad.nn import optim
-from common import HelpFormatter, Progress
+from common import HelpFormatter, Progress, plot_curves
 
 # --- configuration -------------------------------------------------------------------------------
 SEED = 0
@@ -131,26 +131,15 @@ def main(argv=None):
 
 # --- pictures (matplotlib when installed) ---------------------------------------------------------
 def draw(args, model, history, x_test, y_test):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no pictures (pip install matplotlib)")
-        return
     os.makedirs(args.out, exist_ok=True)
     epochs = range(1, len(history["loss"]) + 1)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(epochs, history["loss"], "o-", color="tab:blue", label="training loss")
-    ax.set(xlabel="epoch", ylabel="cross-entropy", title=f"{args.model} on 16x16 digits")
-    right = ax.twinx()
-    right.plot(epochs, history["test_acc"], "s-", color="tab:orange", label="test accuracy")
-    right.set(ylabel="test accuracy", ylim=(0, 1))
-    fig.legend(loc="upper center", bbox_to_anchor=(0.5, 0.85))
-    fig.tight_layout()
-    fig.savefig(os.path.join(args.out, "curves.png"), dpi=120)
-    plt.close(fig)
-    print(f"curves: {os.path.join(args.out, 'curves.png')}")
+    plot_curves(os.path.join(args.out, "curves.png"), f"{args.model} on 16x16 digits", "epoch",
+                ("cross-entropy", {"loss": (epochs, history["loss"])}),
+                ("accuracy", {"test_acc": (epochs, history["test_acc"])}))
+    try:
+        import matplotlib  # noqa: F401  (the attention and filter pictures need it too)
+    except ImportError:
+        return
     if args.model != "vit":
         return
     images, labels = x_test[:6], y_test[:6]

@@ -6,12 +6,14 @@ from tensorgrad import Tensor
 from . import rnn  # noqa: F401
 
 
-def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
+                    foreach=None):
     """Scale all gradients together so that their combined norm is at most max_norm.
 
     parameters: a Tensor or an iterable of Tensors (those without .grad are skipped).
     norm_type: the p of the p-norm over all gradients seen as one vector (float('inf') for the
-    largest magnitude). Returns the total norm before clipping, as a 0-d Tensor.
+    largest magnitude). Returns the total norm before clipping, as a 0-d Tensor. foreach= is
+    accepted for PyTorch compatibility and changes nothing.
     """
     params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
     grads = [p.grad for p in params if p.grad is not None]

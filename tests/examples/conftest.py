@@ -15,10 +15,12 @@ def run_main():
     """run_main(module, args): an example's main(args) in its own process with BLAS on one
     thread, set before NumPy loads (these matrices are small, and on a busy machine BLAS threads
     made such a run ten times slower). Returns (what main returned, read back from JSON, and
-    everything the run printed)."""
-    def run(module, args):
+    everything the run printed); with `item`, main's result[item] (where main returns a model
+    beside what JSON can hold)."""
+    def run(module, args, item=None):
+        result = f"{module}.main({list(args)!r})" + ("" if item is None else f"[{item!r}]")
         code = (f"import json, sys; sys.path.insert(0, {str(EXAMPLES)!r}); import {module}; "
-                f"print(json.dumps({module}.main({list(args)!r})))")
+                f"print(json.dumps({result}))")
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               env=env, timeout=600)

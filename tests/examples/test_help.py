@@ -38,7 +38,9 @@ def test_help_is_whole_and_runs_nothing(script, tmp_path):
 
 def test_demo_quick_learns(tmp_path):
     out = run(EXAMPLES / "demo.py", "--quick", cwd=tmp_path)
-    assert float(re.search(r"test accuracy: ([\d.]+)", out).group(1)) > 0.85
+    assert float(re.search(r"test accuracy: ([\d.]+)", out).group(1)) > 0.85  # after reloading
+    assert (tmp_path / "out" / "demo" / "demo.safetensors").exists()
+    assert (tmp_path / "out" / "demo" / "curves.png").exists() or "matplotlib is not" in out
 
 
 def test_train_digits_quick_learns_and_saves_under_out(tmp_path):
@@ -48,11 +50,3 @@ def test_train_digits_quick_learns_and_saves_under_out(tmp_path):
     assert (tmp_path / "out" / "digits" / "digits.safetensors").exists()
     assert (tmp_path / "out" / "digits" / "curves.png").exists() or "matplotlib is not" in out
 
-
-def test_results_gives_a_range_over_seeds(tmp_path):
-    pytest.importorskip("sklearn")
-    out = run(EXAMPLES / "results.py", "--quick", "--only", "train_digits", "--seeds", "0", "1",
-              "2", cwd=tmp_path, timeout=300)
-    row = [line for line in out.splitlines() if line.startswith("| train_digits")][0]
-    low, high = (float(x) for x in re.search(r"([\d.]+)% - ([\d.]+)%", row).groups())
-    assert 80 < low <= high <= 100, row

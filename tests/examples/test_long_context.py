@@ -32,3 +32,4 @@ def test_quick_run_trains_every_pattern_and_writes_under_out(tmp_path):
     losses = [r["val"] for r in results.values()]
     assert all(math.isfinite(v) for v in losses) and max(losses) - min(losses) < 0.5
     assert (tmp_path / "masks.png").exists() and (tmp_path / "loss.png").exists()
+    assert len(list((tmp_path / "checkpoints").glob("*.safetensors"))) == 5

@@ -209,6 +209,29 @@ def test_dropout_acts_between_layers_in_training_only():
         nn.GRU(3, 4, dropout=0.2)
 
 
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_dropout_in_training_is_torchs_on_the_same_mask(kind, monkeypatch):
+    # PyTorch documents dropout=p as dropout on each layer's output but the last: here its two
+    # stacked one-layer modules, the first's output times the mask ours drew
+    rng = np.random.default_rng(7)
+    masks = []
+
+    def dropout(x, p, training=True, inplace=False):
+        masks.append((rng.random(tuple(x.shape)) >= p) / (1 - p))
+        return x * tg.tensor(masks[-1])
+    monkeypatch.setattr(nn.functional, "dropout", dropout)
+    ours, _ = twins(kind, 3, 5, num_layers=2, dropout=0.3)
+    first, second = (getattr(torch.nn, KINDS[kind][0])(size, 5).double() for size in (3, 5))
+    for name, p in ours.named_parameters():
+        layer = first if name.endswith("l0") else second
+        getattr(layer, name[:-1] + "0").data = torch.tensor(p.detach().numpy())
+    x = rng.standard_normal((4, 2, 3))
+    out = ours(tg.tensor(x))[0].detach().numpy()
+    assert len(masks) == 1
+    expected = second(first(torch.tensor(x))[0] * torch.tensor(masks[0]).reshape(4, 2, 5))[0]
+    np.testing.assert_allclose(out, expected.detach().numpy(), atol=1e-12)
+
+
 def test_gradients_are_right_to_second_order():
     gru = nn.GRU(2, 3, bidirectional=True, dtype=tg.float64)
     x = tg.tensor(np.random.default_rng(6).standard_normal((3, 2, 2)), requires_grad=True)

@@ -46,6 +46,14 @@ def test_clip_grad_norm_edge_cases():
         clip_grad_norm_(p, 1.0, error_if_nonfinite=True)
 
 
+def test_clip_grad_norm_takes_torchs_foreach_argument():
+    p = tg.zeros(2, requires_grad=True)
+    for foreach in (None, True, False):
+        p.grad = tg.tensor([3.0, 4.0])
+        assert clip_grad_norm_([p], 1.0, foreach=foreach).item() == pytest.approx(5.0)
+        np.testing.assert_allclose(p.grad.numpy(), [0.6, 0.8], rtol=1e-5)
+
+
 def test_clip_grad_value_matches_torch():
     torch = pytest.importorskip("torch")
     from tensorgrad.nn.utils import clip_grad_value_
