@@ -29,6 +29,7 @@ def test_results_gives_a_range_over_seeds(tmp_path):
 
 
 def test_a_smaller_configuration_is_in_the_command(tmp_path):
+    pytest.importorskip("matplotlib", reason="long_context draws its masks and curves")
     rows = run("--quick", "--only", "long_context", "--seeds", "0", "1", "2", "--extra",
                "--steps 3", cwd=tmp_path)[1:]
     assert len(rows) == 5  # one per attention pattern
