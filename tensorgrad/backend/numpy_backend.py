@@ -25,10 +25,12 @@ def _row_major(a):
     return a
 
 
-# The row counts (inclusive) for which `matmul` turns a float32 x @ W.T round, with OpenBLAS and
-# with MKL (generate; the measurements are in benchmarks/README.md). In float64 it does not pay.
+# The row counts (inclusive) for which `matmul` turns a float32 x @ W.T round on OpenBLAS, and
+# from how many rows and weight elements on MKL (generate, generate_nocache; the measurements are
+# in benchmarks/README.md). In float64 it does not pay.
 _FEW_ROWS = (4, 48)
-_FEW_ROWS_MKL = 8
+_FEW_ROWS_MKL = 16
+_LARGE_WEIGHT_MKL = 2**20
 # Turned round, up to this many rows times a weight at least twice as wide as it is deep and
 # at most this deep (in-features), x^T is laid out row-major first: OpenBLAS's kernel for that
 # layout is faster there and slower elsewhere (generate).
@@ -42,9 +44,10 @@ def _turns_round(a, b):
     if not (_FEW_ROWS[0] <= rows <= _FEW_ROWS[1] and b.dtype == _FLOAT32 and b.strides[0] == 4
             and b.shape[1] > 1):
         return False
-    # From 8 rows it pays on either library; below, only where MKL does not take the product.
-    return (rows >= _FEW_ROWS_MKL or mkl_blas.library() is None
-            or rows * a.shape[1] * b.shape[1] < mkl_blas.MIN_WORK)
+    if mkl_blas.library() is None or rows * a.shape[1] * b.shape[1] < mkl_blas.MIN_WORK:
+        return True  # OpenBLAS computes it
+    # MKL's own few-row product is faster, except for a large weight from 16 rows
+    return rows >= _FEW_ROWS_MKL and b.size >= _LARGE_WEIGHT_MKL
 
 
 def _one_gemm(a, b):

@@ -152,8 +152,9 @@ def test_matmul_layouts_give_numpys_products(device, a_shape, b_shape, b_transpo
 
 def test_cpu_matmul_routes_each_product(monkeypatch):
     """Which way the CPU backend's matmul sends a 2-D product: small ones straight to NumPy
-    (MKL is not asked), a few float32 rows times a transposed weight turned round, large ones
-    offered to MKL first; each gives NumPy's values."""
+    (MKL is not asked), a few float32 rows times a transposed weight turned round (on MKL's
+    side of its size threshold only from 16 rows and for a weight of 2^20 elements), large
+    ones offered to MKL first; each gives NumPy's values."""
     from tensorgrad.backend import mkl_blas, numpy_backend
     backend = backends.get_backend("cpu")
     asked, gemms = [], []  # the first operand's shape of each call to MKL / to the GEMM
@@ -162,11 +163,14 @@ def test_cpu_matmul_routes_each_product(monkeypatch):
     monkeypatch.setattr(numpy_backend, "_one_gemm", lambda a, b: gemms.append(
         (a.shape, b.flags.c_contiguous)) or real_one_gemm(a, b))
     rng = np.random.default_rng(1)
+    openblas = mkl_blas.library() is None  # then every product of a few rows is turned
     # (rows, in, out, dtype, turned, x^T laid out row-major when turned)
     for rows, k, n, dtype, turned, row_major in (
             (1, 128, 384, np.float32, False, False), (8, 128, 384, np.float32, True, True),
             (4, 256, 512, np.float32, True, True), (8, 512, 128, np.float32, True, False),
-            (16, 128, 384, np.float32, True, False), (48, 128, 384, np.float32, True, False),
+            (16, 128, 384, np.float32, True, False), (48, 128, 384, np.float32, openblas, False),
+            (8, 1024, 1024, np.float32, openblas, False),
+            (16, 1024, 1024, np.float32, True, False),
             (64, 128, 384, np.float32, False, False), (8, 128, 384, np.float64, False, False)):
         asked.clear(), gemms.clear()
         x = rng.standard_normal((rows, k)).astype(dtype)
@@ -174,8 +178,7 @@ def test_cpu_matmul_routes_each_product(monkeypatch):
         np.testing.assert_allclose(backend.matmul(x, w.T), x @ w.T, rtol=1e-5, atol=1e-4)
         first = (n, k) if turned else (rows, k)
         assert gemms == [(first, row_major)], (rows, k, n, dtype)
-        # MKL is asked only from its size threshold on (48 and 64 rows); smaller products go
-        # to NumPy at once
+        # MKL is asked only from its size threshold on; smaller products go to NumPy at once
         assert asked == ([first] if rows * k * n >= mkl_blas.MIN_WORK else []), (rows, dtype)
 
 
