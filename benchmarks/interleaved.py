@@ -1,6 +1,7 @@
 """tensorgrad and torch in one process, their calls taking turns: a steadier ratio than run.py's.
 
     python benchmarks/interleaved.py                    # gpt_step, mlp_step, generate (B=1, B=8)
+    python benchmarks/interleaved.py --only generate_user,generate_nocache --threads 2
     python benchmarks/interleaved.py --only gpt_step --pairs 50
     python benchmarks/interleaved.py --only attention --pairs 10 --threads 2   # T=4096
 
@@ -16,6 +17,7 @@ measurement of record; this one says whether a ratio that run.py scatters around
 below it.
 """
 import argparse
+import importlib.util
 import os
 import statistics
 import sys
@@ -25,7 +27,7 @@ if __package__ in (None, ""):  # run as a script: make the `benchmarks` package 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FRAMEWORKS = ("tensorgrad", "torch")
-WORKLOADS = ("gpt_step", "mlp_step", "generate", "attention")
+WORKLOADS = ("gpt_step", "mlp_step", "generate", "generate_user", "generate_nocache", "attention")
 DEFAULT = ("gpt_step", "mlp_step", "generate")  # attention at T=4096 takes a minute more
 
 
@@ -101,6 +103,56 @@ def _generate(mode, pairs):
     return rows
 
 
+def _generate_user(mode, pairs, use_cache=True):
+    """The PyTorch-style GPT-mini decoding of run.py's generate_user (use_cache) and
+    generate_nocache rows: benchmarks/torch_gpt.py loaded twice, once with `import torch`
+    giving tensorgrad (tensorgrad.as_torch) and once giving torch."""
+    from benchmarks.workloads import generate_user
+
+    config, prompt_len, new = generate_user.SIZES[mode]
+    calls = {}
+    for f, env in _envs(mode).items():
+        user = _user_model_module(f)
+        model = user.GPT(user.Config(**{**config, "block_size": prompt_len + new})).eval()
+        prompt = env.randint(config["vocab_size"], 1, prompt_len)
+
+        def decode(user=user, model=model, prompt=prompt):
+            with user.torch.inference_mode():
+                return model.generate(prompt, new, use_cache=use_cache, static_cache=use_cache)
+        calls[f] = decode
+    name, case = (("generate_user", "B=1 KV cache, static") if use_cache
+                  else ("generate_nocache", "B=1 no cache"))
+    return [_timed(name, case, "ms/call", calls, pairs, higher_is_better=True)]
+
+
+def _user_model_module(framework):
+    """A fresh copy of benchmarks/torch_gpt.py, unchanged user code, whose `import torch` gave
+    `framework`: for tensorgrad, as_torch is installed for that one import, with the real torch's
+    modules (imported by now for the other side) set aside meanwhile and put back after."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_gpt.py")
+    spec = importlib.util.spec_from_file_location(f"benchmarks.torch_gpt_on_{framework}", path)
+    module = importlib.util.module_from_spec(spec)
+    if framework != "tensorgrad":
+        spec.loader.exec_module(module)
+        return module
+    import warnings
+
+    import tensorgrad.as_torch
+    real = {name: sys.modules.pop(name) for name in list(sys.modules)
+            if name == "torch" or name.startswith("torch.")}
+    try:
+        with warnings.catch_warnings():  # it says an installed PyTorch is shadowed: meant here
+            warnings.simplefilter("ignore")
+            tensorgrad.as_torch.install()
+        spec.loader.exec_module(module)
+    finally:
+        tensorgrad.as_torch.uninstall()
+        sys.modules.update(real)
+    if not module.torch.__name__.startswith("tensorgrad"):
+        raise RuntimeError("interleaved generate_user: the model module did not get tensorgrad")
+    return module
+
+
 def _attention(mode, pairs):
     """Causal attention forward + backward at the target length (benchmarks/attention.py's
     step, against torch's fused scaled_dot_product_attention)."""
@@ -113,6 +165,8 @@ def _attention(mode, pairs):
 
 
 _CASES = {"gpt_step": _gpt_step, "mlp_step": _mlp_step, "generate": _generate,
+          "generate_user": _generate_user,
+          "generate_nocache": lambda mode, pairs: _generate_user(mode, pairs, use_cache=False),
           "attention": _attention}
 
 
@@ -144,7 +198,7 @@ def table(rows, threads):
     """Markdown: one row per case, the frameworks' median times and the pairs' ratio."""
     lines = [f"tensorgrad and torch in one process, calls taking turns; {threads} thread(s); "
              "tg/torch is the median of the pairs' ratios [quartiles], of times (tokens/s for "
-             "generate)", "",
+             "generate rows)", "",
              "| workload | case | tensorgrad ms | torch ms | tg/torch | pairs |",
              "|---|---|---:|---:|---:|---:|"]
     for r in rows:
