@@ -14,7 +14,9 @@ is over within a second, so a drift slows both alike; the figure is the median o
 ratios, with its quartiles. What this gives up: the frameworks share the process (its caches, its
 allocator policy, the libraries loaded), which is how neither runs for a user. run.py stays the
 measurement of record; this one says whether a ratio that run.py scatters around 1 is above or
-below it.
+below it. At more than one thread the two frameworks' OpenMP thread pools also share the cores,
+and one's spinning threads can slow the other many times over (generate_nocache at two threads:
+torch took 20 times its one-thread time here): read the decoding rows at one thread only.
 """
 import argparse
 import importlib.util

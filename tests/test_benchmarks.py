@@ -303,6 +303,15 @@ def test_interleaved_pairs_both_frameworks_on_each_case(capsys, monkeypatch):
         assert r["tensorgrad"] > 0 and r["torch"] > 0 and r["pairs"] == 3
         assert r["q1"] <= r["ratio"] <= r["q3"]
     assert "| gpt_step | B=2 T=16 |" in capsys.readouterr().out
+    user, nocache = interleaved.main(["--tiny", "--pairs", "2", "--only",
+                                      "generate_user,generate_nocache"])
+    assert (user["case"], nocache["case"]) == ("B=1 KV cache, static", "B=1 no cache")
+    assert user["torch"] > 0 and nocache["tensorgrad"] > 0
+    # each copy of the user's model got its own framework, and the real torch is back after
+    import torch
+    assert interleaved._user_model_module("tensorgrad").torch.__name__.startswith("tensorgrad")
+    assert interleaved._user_model_module("torch").torch is torch
+    assert sys.modules["torch"] is torch and not torch.__name__.startswith("tensorgrad")
     attention, = interleaved.main(["--tiny", "--pairs", "2", "--only", "attention"])
     assert attention["case"] == "T=320 causal fwd+bwd" and attention["torch"] > 0
     with pytest.raises(SystemExit):
