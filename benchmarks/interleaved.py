@@ -1,7 +1,7 @@
 """tensorgrad and torch in one process, their calls taking turns: a steadier ratio than run.py's.
 
     python benchmarks/interleaved.py                    # gpt_step, mlp_step, generate (B=1, B=8)
-    python benchmarks/interleaved.py --only generate_user,generate_nocache --threads 2
+    python benchmarks/interleaved.py --only generate_user,generate_nocache   # one thread only
     python benchmarks/interleaved.py --only gpt_step --pairs 50
     python benchmarks/interleaved.py --only attention --pairs 10 --threads 2   # T=4096
 
