@@ -246,6 +246,22 @@ def test_blas_shapes_times_every_product_of_the_step(capsys):
     assert "tensorgrad: " + tg.backend.get_backend("cpu").blas_name() in out  # which BLAS ran
 
 
+def test_blas_shapes_sums_a_no_cache_decodes_products_by_layer(capsys):
+    """--workload generate_nocache: one row per Linear product, summed over the sequence
+    lengths the decode runs (toy: 4 to 11 rows, every fourth timed for four)."""
+    pytest.importorskip("torch")
+    from benchmarks import blas_shapes
+
+    listed = blas_shapes.decode_products(**blas_shapes.TINY_DECODE)
+    assert sum(count for name, count, *_ in listed if name.startswith("qkv")) == 8  # 8 steps
+    assert {a[0] for _, _, a, _, _ in listed} == {4, 8}
+    numpy_us, torch_us = blas_shapes.main(["--tiny", "--workload", "generate_nocache"])
+    assert numpy_us > 0 and torch_us > 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert len(rows) == 1 + 5 + 1  # header, qkv / attn out / ffn up / ffn down / head, total
+    assert rows[1].startswith("| qkv x @ W.T | 8 | (4-8, 16) @ (16, 48) |")
+
+
 def test_profile_decode_counts_a_tokens_calls_and_restores_them(capsys):
     """benchmarks/profile_decode.py --quick: GPT-mini's per-token calls (4 layers: 17 linear,
     9 layer norms, 4 attentions), one timed row per op, and Primitive / Module calls unpatched
