@@ -104,7 +104,7 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     timing = dict(budget=0.001, repeat=1) if args.tiny else dict(budget=0.05, repeat=5)
     listing, tiny, unit = WORKLOADS[args.workload]
-    rows = {}  # product name -> [count, a's rows seen, b's shape, tensorgrad µs, torch µs, row-major µs]
+    rows = {}  # name -> [count, a's shapes, b's shape, tensorgrad µs, torch µs, row-major µs]
     for name, count, a_shape, b_shape, layout in listing(**(tiny if args.tiny else {})):
         a, b = operands("numpy", a_shape, b_shape, layout, rng)
         ta, tb = operands("torch", a_shape, b_shape, layout, rng)
