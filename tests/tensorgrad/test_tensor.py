@@ -307,6 +307,24 @@ def test_untracked_view_shares_memory_and_version_and_refuses_grad():
         untracked_view(tg.zeros(2, requires_grad=True), np.zeros(1))
 
 
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_split_pieces_are_views_of_the_input_with_and_without_a_graph(requires_grad):
+    """split takes its pieces as untracked views when there is no gradient to record, and as
+    getitem ops when there is: either way views of one version counter, as torch's pieces."""
+    leaf = tg.arange(6.0).reshape(2, 3).requires_grad_(requires_grad)
+    x = leaf * 1.0
+    a, b = x.split([1, 2], dim=1)
+    assert a.shape == (2, 1) and b.shape == (2, 2)
+    assert a.requires_grad == b.requires_grad == requires_grad
+    assert a._version is x._version and b._version is x._version
+    if requires_grad:
+        (a.sum() * 2 + (b * b).sum()).backward()
+        assert arr(leaf.grad).tolist() == [[2.0, 2.0, 4.0], [2.0, 8.0, 10.0]]
+    else:
+        b.mul_(10.0)  # through a piece: the input sees it, and the one counter moves
+        assert arr(x).tolist() == [[0.0, 10.0, 20.0], [3.0, 40.0, 50.0]]
+        assert x._version[0] == 1 and arr(a).tolist() == [[0.0], [3.0]]
+
 def test_mixing_real_devices(device):
     if device == "cpu":
         pytest.skip("needs a cuda device to mix with cpu")
