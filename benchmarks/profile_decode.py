@@ -13,6 +13,10 @@ per call, the minimum over repeats of CPU time (time.process_time, steadier on a
 than the wall clock). The last column multiplies tensorgrad's and torch's difference by the
 op's count per token (GPT-mini: 4 layers). Ops timed alone run with warm caches: inside a step
 each is slower. Prints markdown tables; torch's column is left out without torch.
+
+--user adds the generic ops that benchmarks/torch_gpt.py's decoding step (the generate_user
+workload: PyTorch-style code with its own static cache) calls beside those: split, view,
+transpose, the cache's slice writes and reads, argmax and cat, counted per token from its code.
 """
 import argparse
 import collections
@@ -31,6 +35,8 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=1, help="rows decoded together (default 1)")
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--user", action="store_true",
+                        help="also time generate_user's generic ops (benchmarks/torch_gpt.py)")
     args = parser.parse_args(argv)
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, str(args.threads))  # before NumPy loads BLAS
@@ -40,7 +46,12 @@ def main(argv=None):
           + ", ".join(f"{name} {n:g}" for name, n in primitives.most_common())
           + f"), {modules:.0f} module calls\n")
     repeats, calls = (3, 300) if args.quick else (9, 2000)
-    print(op_table(args.batch, repeats, calls, args.threads))
+    print(op_table(_ops, "One decoding step's ops alone", args.batch, repeats, calls,
+                   args.threads))
+    if args.user:
+        print()
+        print(op_table(_user_ops, "torch_gpt.py's generic ops alone (generate_user)", args.batch,
+                       repeats, calls, args.threads))
 
 
 def count_calls(batch, tokens=64):
@@ -81,12 +92,8 @@ def count_calls(batch, tokens=64):
 
 def _ops(lib, batch):
     """{op: (calls per token, thunk)} of one decoding step, in tensorgrad ("tg") or torch."""
-    if lib == "tg":
-        import tensorgrad as make
-        from tensorgrad import nn
-    else:
-        import torch as make
-        from torch import nn
+    make = _library(lib)
+    nn = make.nn
     F, randn = nn.functional, make.randn
     x, h = randn(batch, 1, C), randn(batch, 1, D_FF)
     qkv, cache = randn(batch, 1, 3 * C), randn(batch, HEADS, 2 * CACHED, C // HEADS)
@@ -111,7 +118,41 @@ def _ops(lib, batch):
     }
 
 
-def op_table(batch, repeats, calls, threads):
+def _user_ops(lib, batch):
+    """{op: (calls per token, thunk)} of the ops benchmarks/torch_gpt.py's decoding step calls
+    besides _ops' (4 layers: per layer one split, three views and four transposes, two cache
+    writes and two cache reads; per token one argmax and one cat)."""
+    make = _library(lib)
+    hs = C // HEADS
+    qkv, q = make.randn(batch, 1, 3 * C), make.randn(batch, 1, C)
+    heads, new = make.randn(batch, HEADS, 1, hs), make.randn(batch, HEADS, 1, hs)
+    cache, logits = make.zeros(batch, HEADS, 2 * CACHED, hs), make.randn(batch, 1, VOCAB)
+    ids, token = make.zeros(batch, 16, dtype=make.int64), make.zeros(batch, 1, dtype=make.int64)
+
+    def write():
+        cache[:, :, CACHED:CACHED + 1] = new
+
+    return {
+        "split into q, k, v": (4, lambda: qkv.split(C, dim=2)),
+        "view into heads": (12, lambda: q.view(batch, 1, HEADS, hs)),
+        "transpose(1, 2)": (16, lambda: heads.transpose(1, 2)),
+        "cache write (slice assignment)": (8, write),
+        "cache read (slice)": (8, lambda: cache[:, :, :CACHED + 1]),
+        "argmax of the last logits": (1, lambda: logits[:, -1].argmax(dim=-1, keepdim=True)),
+        "cat the token to the ids": (1, lambda: make.cat([ids, token], dim=1)),
+    }
+
+
+def _library(lib):
+    """tensorgrad (with its nn loaded) for "tg", else torch."""
+    if lib == "tg":
+        import tensorgrad.nn
+        return tensorgrad
+    import torch
+    return torch
+
+
+def op_table(ops_of, title, batch, repeats, calls, threads):
     libs = ["tg"]
     try:
         import torch
@@ -123,12 +164,12 @@ def op_table(batch, repeats, calls, threads):
     tg.backend.tune_process()  # malloc and thread settings, as measured
     times = {}
     for lib in libs:
-        ops = _ops(lib, batch)
+        ops = ops_of(lib, batch)
         guard = tg.no_grad() if lib == "tg" else torch.no_grad()
         with guard:
             for name, (count, thunk) in ops.items():
                 times[lib, name] = (count, best_of(thunk, repeats, calls))
-    lines = [f"## One decoding step's ops alone (B={batch}), µs per call", "",
+    lines = [f"## {title} (B={batch}), µs per call", "",
              "| op | per token | tensorgrad | torch | (tg - torch) x per token |",
              "|---|---:|---:|---:|---:|"]
     total = 0.0

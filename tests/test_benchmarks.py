@@ -275,9 +275,12 @@ def test_profile_decode_counts_a_tokens_calls_and_restores_them(capsys):
     assert (primitives["linear"], primitives["layer_norm"]) == (17, 9)
     assert primitives["scaled_dot_product_attention"] == 4 and modules == 40
     assert (Primitive.__call__, nn.Module.__call__) == calls
-    profile_decode.main(["--quick"])
+    profile_decode.main(["--quick", "--user"])
     out = capsys.readouterr().out
     assert "| LayerNorm(128) | 9 |" in out and "| scaled_dot_product_attention | 4 |" in out
+    # --user: torch_gpt.py's generic ops, a second table (4 layers: 3 views, 4 transposes each)
+    assert "## torch_gpt.py's generic ops alone (generate_user)" in out
+    assert "| view into heads | 12 |" in out and "| transpose(1, 2) | 16 |" in out
 
 
 def test_op_instructions_child_runs_the_chain_with_gradients():
