@@ -325,6 +325,38 @@ def test_split_pieces_are_views_of_the_input_with_and_without_a_graph(requires_g
         assert arr(x).tolist() == [[0.0, 10.0, 20.0], [3.0, 40.0, 50.0]]
         assert x._version[0] == 1 and arr(a).tolist() == [[0.0], [3.0]]
 
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_view_and_transpose_are_views_with_and_without_a_graph(requires_grad):
+    """view, reshape and transpose of a tensor with no gradient to record skip the primitive
+    call and stay views of the input's one version counter; with a graph they record it."""
+    leaf = tg.arange(6.0).requires_grad_(requires_grad)
+    x = leaf * 1.0
+    v = x.view(2, 3)
+    t = v.transpose(0, 1)
+    assert t.shape == (3, 2) and v.requires_grad == t.requires_grad == requires_grad
+    assert v._version is x._version and t._version is x._version
+    assert (v._node is not None) == (t._node is not None) == requires_grad
+    if requires_grad:
+        (t * tg.arange(6.0).reshape(3, 2)).sum().backward()
+        assert arr(leaf.grad).tolist() == [0.0, 2.0, 4.0, 1.0, 3.0, 5.0]
+    else:
+        t.mul_(10.0)
+        assert arr(x).tolist() == [0.0, 10.0, 20.0, 30.0, 40.0, 50.0] and x._version[0] == 1
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_view_refuses_strides_that_need_a_copy_as_torch_does(requires_grad):
+    """x.view(shape) is always a view: where the strides allow none, torch raises and names
+    reshape, which copies; a slice that keeps the rows' own strides still views."""
+    x = tg.randn(3, 4, requires_grad=requires_grad)
+    with pytest.raises(RuntimeError, match=r"view: shape \(12,\) is not compatible .* use "
+                                           r"\.reshape\(\.\.\.\) instead"):
+        x.t().view(12)
+    assert x.t().reshape(12).shape == (12,)
+    assert x[:, 1:3].view(3, 2, 1).shape == (3, 2, 1)
+    assert tg.randn(4, 0).t().view(0).shape == (0,)
+
 def test_mixing_real_devices(device):
     if device == "cpu":
         pytest.skip("needs a cuda device to mix with cpu")
