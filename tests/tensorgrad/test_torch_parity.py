@@ -225,6 +225,28 @@ def test_reshape(shape, seed, data, view):
 
 @FAST
 @given(shape=nonempty_shapes, seed=seeds, data=st.data())
+def test_view_of_a_permuted_tensor_is_refused_exactly_where_torchs_is(shape, seed, data):
+    """view after a permute: a view where torch gives one, the same RuntimeError where torch
+    refuses (its strides would need a copy)."""
+    perm = tuple(data.draw(st.permutations(range(len(shape)))))
+    size = math.prod(shape)
+    target = data.draw(st.sampled_from([(-1,), (1, size), shape, shape[::-1]] +
+                                       [(d, -1) for d in range(1, size + 1) if size % d == 0]))
+    array = values(seed, shape)
+    ours, theirs = tg.tensor(array).permute(*perm), torch.tensor(array).permute(*perm)
+    try:
+        expected = theirs.view(target)
+    except RuntimeError:
+        with pytest.raises(RuntimeError, match="use .reshape"):
+            ours.view(target)
+        return
+    got = ours.view(target)
+    assert got.shape == tuple(expected.shape) and got._version is ours._version
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+@FAST
+@given(shape=nonempty_shapes, seed=seeds, data=st.data())
 def test_permute_transpose(shape, seed, data):
     ndim = len(shape)
     perm = tuple(data.draw(st.permutations(range(ndim))))
