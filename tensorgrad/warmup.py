@@ -48,6 +48,12 @@ def _linear(dtype, B, T, C):
     _backward(ops.linear(x, _weight(dtype, C, C)))
 
 
+def _matmul(dtype, B, T, C):
+    # the backend's large 2-D products, which MKL's GEMM makes from compiled code (kernels/
+    # matmul.py `gemm`): a transposed weight forward, row- and column-major operands backward
+    _backward(ops.matmul(_weight(dtype, B * T, C), _weight(dtype, 3 * C, C).mT))
+
+
 def _layer_norm(dtype, B, T, C):
     _backward(ops.layer_norm(_weight(dtype, B, T, C), (C,), _weight(dtype, C), _weight(dtype, C)))
 
@@ -98,8 +104,9 @@ def _add_scaled(dtype, B, T, C):
         p.add_(p * 0.5, alpha=-1e-3)  # SGD's update
 
 
-RECIPES = {"embedding": _embedding, "linear": _linear, "layer_norm": _layer_norm,
-           "rms_norm": _rms_norm, "gelu": _gelu, "relu": _relu, "attention": _attention,
+RECIPES = {"embedding": _embedding, "linear": _linear, "matmul": _matmul,
+           "layer_norm": _layer_norm, "rms_norm": _rms_norm, "gelu": _gelu, "relu": _relu,
+           "attention": _attention,
            "cross_entropy": _cross_entropy, "adam_step": _adam_step, "add_scaled_": _add_scaled}
 
 

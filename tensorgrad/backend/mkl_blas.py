@@ -228,24 +228,67 @@ def _batch_stride(batch, shape, strides, itemsize):
     return stride if stride * max(step - 1, 0) <= _INT_MAX else None
 
 
-def matmul(a, b):
-    """a @ b through MKL for float32/float64 arrays of two or more dims, or None (the caller then
-    runs NumPy's matmul): see the module docstring for what it takes."""
+def _takes(a, b):
+    """Whether MKL takes the product a @ b of two arrays of two or more dims, whatever their
+    layouts: enough work, NumPy arrays of one float dtype whose inner sizes match, sizes that fit
+    MKL_INT, and the library loaded."""
     if a.ndim < 2 or b.ndim < 2:
-        return None
+        return False
     m, n = a.shape[-2], b.shape[-1]
     # Small products leave first, cheaply (decoding runs many: generate). The larger of the two
     # is the count of multiply-adds, batch * m * n * k, with either operand's batch; 0 when one
     # is empty.
-    work = max(a.size * n, b.size * m)
-    if work < MIN_WORK:
-        return None
+    if max(a.size * n, b.size * m) < MIN_WORK:
+        return False
     k = a.shape[-1]
     dtype = a.dtype
-    if (b.dtype != dtype or dtype not in (_FLOAT32, _FLOAT64) or type(a) is not numpy.ndarray
-            or type(b) is not numpy.ndarray or b.shape[-2] != k or a.size == 0 or b.size == 0
-            or max(m, n, k) > _INT_MAX or library() is None):
+    return not (b.dtype != dtype or dtype not in (_FLOAT32, _FLOAT64)
+                or type(a) is not numpy.ndarray or type(b) is not numpy.ndarray
+                or b.shape[-2] != k or a.size == 0 or b.size == 0 or max(m, n, k) > _INT_MAX
+                or library() is None)
+
+
+def gemm_2d(a, b):
+    """How `matmul` calls MKL for the 2-D product a @ b: (cblas_?gemm as a ctypes function,
+    trans_a, lda, trans_b, ldb), with this thread's MKL thread count set for it; None where it
+    would not call MKL. Compiled code makes the same call with them (kernels/matmul.py `gemm`)."""
+    if a.ndim != 2 or b.ndim != 2 or not _takes(a, b):
         return None
+    layouts = _layouts(a, b)
+    if layouts is None:
+        return None
+    _threads_for(False)
+    return (_gemm[a.dtype][0],) + layouts[0] + layouts[1]
+
+
+def _layouts(a, b):
+    """((trans_a, lda), (trans_b, ldb)) of a's and b's matrices (the last two dims), or None
+    when BLAS cannot read one of them in place."""
+    layout_a = _matrix(a.shape[-2:], a.strides[-2:], a.itemsize)
+    layout_b = _matrix(b.shape[-2:], b.strides[-2:], b.itemsize)
+    if layout_a is None or layout_b is None or not (a.flags.aligned and b.flags.aligned):
+        return None
+    return layout_a, layout_b
+
+
+def matmul(a, b):
+    """a @ b through MKL for float32/float64 arrays of two or more dims, or None (the caller then
+    runs NumPy's matmul): see the module docstring for what it takes."""
+    if a.ndim == 2 and b.ndim == 2:
+        plan = gemm_2d(a, b)
+        if plan is None:
+            return None
+        gemm, trans_a, lda, trans_b, ldb = plan
+        (m, k), n = a.shape, b.shape[1]
+        scalar = _gemm[a.dtype][2]
+        out = numpy.empty((m, n), a.dtype)
+        gemm(_ROW_MAJOR, trans_a, trans_b, m, n, k, scalar(1.0), a.ctypes.data, lda,
+             b.ctypes.data, ldb, scalar(0.0), out.ctypes.data, n)
+        return out
+    if not _takes(a, b):
+        return None
+    m, n, k = a.shape[-2], b.shape[-1], a.shape[-1]
+    dtype = a.dtype
     itemsize = dtype.itemsize
     if b.ndim == 2 and a.ndim > 2 and (k == 1 or a.strides[-1] == itemsize):
         # A stack of rows times one matrix (a Linear layer on (B, T, C)): one 2-D GEMM over all
@@ -253,18 +296,12 @@ def matmul(a, b):
         if _batch_stride(a.shape[:-1], a.shape[:-1], a.strides[:-1], itemsize):
             out = matmul(a.reshape(-1, k), b)
             return None if out is None else out.reshape(a.shape[:-1] + (n,))
-    layout_a = _matrix(a.shape[-2:], a.strides[-2:], itemsize)
-    layout_b = _matrix(b.shape[-2:], b.strides[-2:], itemsize)
-    if layout_a is None or layout_b is None or not (a.flags.aligned and b.flags.aligned):
+    layouts = _layouts(a, b)
+    if layouts is None:
         return None
-    (trans_a, lda), (trans_b, ldb) = layout_a, layout_b
-    gemm, gemm_batch, scalar = _gemm[dtype]
+    (trans_a, lda), (trans_b, ldb) = layouts
+    _, gemm_batch, scalar = _gemm[dtype]
     _threads_for(False)
-    if a.ndim == 2 and b.ndim == 2:
-        out = numpy.empty((m, n), dtype)
-        gemm(_ROW_MAJOR, trans_a, trans_b, m, n, k, scalar(1.0), a.ctypes.data, lda,
-             b.ctypes.data, ldb, scalar(0.0), out.ctypes.data, n)
-        return out
     try:
         batch = numpy.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:

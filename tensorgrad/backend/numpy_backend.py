@@ -50,16 +50,6 @@ def _turns_round(a, b):
     return rows >= _FEW_ROWS_MKL and b.size >= _LARGE_WEIGHT_MKL
 
 
-def _one_gemm(a, b):
-    """a @ b for 2-D operands: MKL's GEMM where it takes them, else NumPy's. Products under
-    MKL's size threshold skip its checks (generate: most of a decoded token's products)."""
-    if a.shape[0] * a.shape[1] * b.shape[1] >= mkl_blas.MIN_WORK:
-        out = mkl_blas.matmul(a, b)
-        if out is not None:
-            return out
-    return numpy.matmul(a, b)
-
-
 class NumpyBackend:
     name = "numpy"
     device = "cpu"
@@ -111,6 +101,19 @@ class NumpyBackend:
         else:
             numpy.add.at(target, index, values)
 
+    def _gemm(self, a, b):
+        """a @ b for 2-D operands: MKL's GEMM where it takes them, else NumPy's. Products under
+        MKL's size threshold skip its checks (generate: most of a decoded token's products); MKL
+        is called from the compiled kernels once they are loaded (kernels/matmul.py), else
+        through ctypes."""
+        if (a.shape[0] * a.shape[1] * b.shape[1] >= mkl_blas.MIN_WORK
+                and mkl_blas.library() is not None):
+            kernels = self.kernels(a, b, family="matmul")
+            out = (mkl_blas.matmul if kernels is None else kernels.gemm)(a, b)
+            if out is not None:
+                return out
+        return numpy.matmul(a, b)
+
     def matmul(self, a, b):
         """numpy.matmul, steered onto one large BLAS call where NumPy would not find it.
 
@@ -135,8 +138,8 @@ class NumpyBackend:
                 if rows <= _ROW_MAJOR_X_T[0] and a.shape[1] <= _ROW_MAJOR_X_T[1] \
                         and b.shape[1] >= 2 * a.shape[1]:
                     a_t = numpy.ascontiguousarray(a_t)
-                return numpy.ascontiguousarray(_one_gemm(b.T, a_t).T)
-            return _one_gemm(a, b)
+                return numpy.ascontiguousarray(self._gemm(b.T, a_t).T)
+            return self._gemm(a, b)
         out = mkl_blas.matmul(a, b)
         if out is not None:
             return out

@@ -205,6 +205,61 @@ def test_dimensions_must_fit_a_c_int():
     assert mkl_blas._batch_stride((2, 3), (3,), (16,), 4) is None  # broadcast over the outer dim
 
 
+# --- the same call from compiled code (kernels/matmul.py) -----------------------------------------
+def _compiled_gemm():
+    pytest.importorskip("numba", reason="numba is not installed: no compiled kernels")
+    from tensorgrad.backend import kernels
+    return kernels.gemm
+
+
+@needs_mkl
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout_a", LAYOUTS)
+@pytest.mark.parametrize("layout_b", LAYOUTS)
+def test_the_compiled_call_gives_the_ctypes_calls_product(every_size, dtype, layout_a, layout_b):
+    """The kernels' gemm passes MKL what mkl_blas.matmul passes it through ctypes, so the product
+    is the same bit for bit, in every layout (rows further apart than their length take the
+    ctypes call itself)."""
+    gemm = _compiled_gemm()
+    rng = np.random.default_rng(8)
+    for a_shape, b_shape in SHAPES["2-D"]:
+        a, b = _operands(rng, a_shape, b_shape, dtype, layout_a, layout_b)
+        ours = gemm(a, b)
+        assert ours is not None and ours.flags.c_contiguous
+        np.testing.assert_array_equal(ours, mkl_blas.matmul(a, b))
+        _check(a, b)
+
+
+@needs_mkl
+def test_the_compiled_call_declines_what_mkl_declines():
+    gemm = _compiled_gemm()
+    a = np.ones((4, 6), np.float32)
+    assert gemm(a, np.ones((6, 5), np.float32)) is None  # under MKL's size threshold
+    big = np.ones((256, 64), np.float32)
+    assert gemm(big.astype(np.int32), big.T.astype(np.int32)) is None
+    assert gemm(big, big.T.astype(np.float64)) is None
+
+
+@needs_mkl
+def test_the_backend_calls_mkl_from_compiled_code_once_the_kernels_load(monkeypatch):
+    """A large 2-D product goes to the kernels' gemm where they run, through ctypes where they
+    do not (TENSORGRAD_NUMBA=0), with the same result."""
+    from tensorgrad.backend import kernels
+    _compiled_gemm()
+    backend = get_backend("cpu")
+    rng = np.random.default_rng(9)
+    x, weight = _operands(rng, (64, 256), (128, 256), np.float32)  # 2^21 multiply-adds
+    if backend.kernels(x, weight, family="matmul") is None:
+        pytest.skip("the compiled kernels do not run in this configuration")
+    calls, real = [], kernels.gemm
+    monkeypatch.setattr(kernels, "gemm", lambda a, b: calls.append(a.shape) or real(a, b))
+    compiled = backend.matmul(x, weight.T)
+    assert calls == [(64, 256)]
+    monkeypatch.setattr(backend, "_kernels", None)  # as with TENSORGRAD_NUMBA=0
+    np.testing.assert_array_equal(backend.matmul(x, weight.T), compiled)
+    assert calls == [(64, 256)]
+
+
 # --- through the backend and autograd -------------------------------------------------------------
 @needs_mkl
 def test_backend_matmul_with_the_few_rows_turn():

@@ -5,7 +5,8 @@ attention.py <-> ops/attention.py, loss.py <-> ops/loss.py, matmul.py <-> ops/ma
 optim.py <-> ops/optim_step.py and inplace.py's add_) and makes one pass over memory where the
 reference makes several (one NumPy call per arithmetic step, each writing a temporary).
 tiled_attention.py and whole_attention.py are twins of whole loops, ops/attention.py's tiled and
-whole-matrix paths, whose products they make themselves through MKL. The kernels marked
+whole-matrix paths, whose products they make themselves through MKL; matmul.py's `gemm` makes
+the backend's large 2-D products that way too. The kernels marked
 `@threaded` (jit.py) split their outer loop over the CPU threads (tensorgrad.get_num_threads),
 as PyTorch's CPU kernels do.
 
@@ -25,7 +26,7 @@ from .index import scatter_add_rows  # noqa: F401
 from .jit import DTYPES, GRAIN  # noqa: F401
 from .layer_norm import norm_rows, norm_rows_backward  # noqa: F401
 from .loss import max_and_sum_exp, scaled_softmax  # noqa: F401
-from .matmul import add_to_rows_, column_sums  # noqa: F401
+from .matmul import add_to_rows_, column_sums, gemm  # noqa: F401
 from .optim import adam_step, add_scaled_  # noqa: F401
 from .tiled_attention import tiled_backward_, tiled_forward_  # noqa: F401
 from .whole_attention import whole_backward, whole_forward  # noqa: F401

@@ -1,14 +1,51 @@
-"""Compiled twins of the two passes around tensorgrad/ops/matmul.py's linear GEMMs: the bias
-added to every row of the output, and the bias gradient, the column sums of the output's
-gradient. Both split their rows over the threads, where NumPy's add and the BLAS's
-matrix-vector product run on one (gpt_step and mlp_step at two threads)."""
+"""The CPU backend's large 2-D products called from compiled code, and compiled twins of the two
+passes around tensorgrad/ops/matmul.py's linear GEMMs: the bias added to every row of the
+output, and the bias gradient, the column sums of the output's gradient. Both split their rows
+over the threads, where NumPy's add and the BLAS's matrix-vector product run on one (gpt_step
+and mlp_step at two threads)."""
 import numpy
 from numba import prange
 
-from .. import threads
+from .. import mkl_blas, threads
 from ..overrides import override
-from .jit import rows_of, threaded
+from .jit import jit, rows_of, threaded
 from .supports import floats_over_grain
+
+_ROW_MAJOR = 101  # CBLAS's enum value
+
+
+@jit
+def _gemm_call(gemm, trans_a, trans_b, m, n, k, a, lda, b, ldb, out):
+    gemm(_ROW_MAJOR, trans_a, trans_b, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 0.0,
+         out.ctypes.data, n)
+
+
+def gemm(a, b):
+    """a @ b for 2-D arrays, as mkl_blas.matmul computes it (the same MKL routine, arguments and
+    so result) but called from compiled code, without ctypes' conversion of 14 arguments and
+    three array addresses at every call (benchmarks/: generate_nocache, mlp_step); None where
+    MKL does not take it (the backend then runs NumPy's)."""
+    plan = mkl_blas.gemm_2d(a, b)
+    if plan is None:
+        return None
+    # Each array goes in for its address only, as a C-contiguous array (a column-major one as
+    # its transpose, which starts at the same address): one compiled variant per dtype. Rows
+    # further apart than their length (a slice) take the ctypes call.
+    a_in, b_in = _c_contiguous(a), _c_contiguous(b)
+    if a_in is None or b_in is None:
+        return mkl_blas.matmul(a, b)
+    routine, trans_a, lda, trans_b, ldb = plan
+    (m, k), n = a.shape, b.shape[1]
+    out = numpy.empty((m, n), a.dtype)
+    _gemm_call(routine, trans_a, trans_b, m, n, k, a_in, lda, b_in, ldb, out)
+    return out
+
+
+def _c_contiguous(a):
+    """a, or its transpose, as a C-contiguous array; None when neither is."""
+    if a.flags.c_contiguous:
+        return a
+    return a.T if a.flags.f_contiguous else None
 
 
 @threaded
