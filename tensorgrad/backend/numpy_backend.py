@@ -79,6 +79,11 @@ class NumpyBackend:
         """The fused kernels package for an op of `family` on `arrays` (None entries are
         ignored), or None: the op runs its array code instead (no Numba, another dtype, or the
         family's kernels are still being built in the background)."""
+        kernels = self._kernels
+        if (len(arrays) == 1 and kernels is not None and kernels is not ...
+                and (family, getattr(arrays[0], "dtype", None)) in kernel_loading._ready):
+            # one array whose family is built: every overridable op asks (generate_user)
+            return kernels
         if self._kernels is ... and not kernel_loading.wanted():
             self._kernels = None  # no Numba, or TENSORGRAD_NUMBA=0: the reference runs
         kernels = self._kernels
