@@ -339,11 +339,8 @@ def _threads_for(compiled):
     the products is what the threads split (MKL's own setting per thread, changed only when it
     must). Every product MKL takes (MIN_WORK or more) gains from the threads: 2^20 multiply-adds
     break even, 2^22 take 0.69 of the one-thread time, gpt_step's 2^27 0.61 (two threads, with
-    NumPy work between the products). A process count of one is asked for as one: MKL then
-    takes its sequential path, where its threaded one on one thread costs more per call
-    (generate_nocache)."""
-    one = compiled or threads.in_pool() or threads.get_num_threads() == 1
-    wanted = 1 if one else 0  # 0: the process-wide count
+    NumPy work between the products)."""
+    wanted = 1 if compiled or threads.in_pool() else 0  # 0: the process-wide count
     if getattr(_local, "threads", None) != wanted:
         _lib.MKL_Set_Num_Threads_Local(wanted)
         _local.threads = wanted

@@ -384,19 +384,6 @@ def test_products_run_on_the_process_count_and_compiled_loops_on_one_thread():
 
 
 @needs_mkl
-def test_a_count_of_one_is_asked_for_as_one(monkeypatch):
-    """At one thread MKL is told one (its sequential path), not "the process's count"; above
-    it, the process's count."""
-    lib, a = mkl_blas.library(), np.ones((128, 128), np.float32)
-    for count, told in ((1, 1), (2, 0), (1, 1)):
-        monkeypatch.setattr(mkl_blas.threads, "get_num_threads", lambda count=count: count)
-        assert (mkl_blas.matmul(a, a) == 128).all()
-        assert mkl_blas._local.threads == told
-    lib.MKL_Set_Num_Threads_Local(0)
-    mkl_blas._local.threads = 0
-
-
-@needs_mkl
 @pytest.mark.parametrize("env, expected", [({"OMP_NUM_THREADS": "1"}, "1 1"),
                                            ({"OMP_NUM_THREADS": "2"}, "2 2"),
                                            ({"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "1"},
