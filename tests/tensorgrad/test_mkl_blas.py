@@ -387,10 +387,13 @@ def test_products_run_on_the_process_count_and_compiled_loops_on_one_thread():
 @pytest.mark.parametrize("env, expected", [({"OMP_NUM_THREADS": "1"}, "1 1"),
                                            ({"OMP_NUM_THREADS": "2"}, "2 2"),
                                            ({"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "1"},
-                                            "1 1")])
+                                            "1 1"),
+                                           ({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "2"},
+                                            "2 2")])
 def test_mkl_keeps_its_count_when_numba_starts_openmp(env, expected):
     """Left to itself, GNU-threaded MKL follows the thread's OpenMP setting, which Numba's
-    OpenMP layer raises to every CPU when it starts: MKL ran two threads at OMP_NUM_THREADS=1."""
+    OpenMP layer raises to every CPU when it starts: MKL ran two threads at OMP_NUM_THREADS=1.
+    MKL_NUM_THREADS, where set, is MKL's count, whatever OMP_NUM_THREADS says."""
     pytest.importorskip("numba", reason="numba is not installed (pip install tensorgrad[fast])")
     out = _run("""
         import numpy as np
