@@ -84,9 +84,8 @@ class NumpyBackend:
                 and (family, getattr(arrays[0], "dtype", None)) in kernel_loading._ready):
             # one array whose family is built: every overridable op asks (generate_user)
             return kernels
-        if self._kernels is ... and not kernel_loading.wanted():
-            self._kernels = None  # no Numba, or TENSORGRAD_NUMBA=0: the reference runs
-        kernels = self._kernels
+        if kernels is ... and not kernel_loading.wanted():
+            kernels = self._kernels = None  # no Numba, or TENSORGRAD_NUMBA=0: the reference runs
         if kernels is None or not kernel_loading.ready(arrays, family):
             return None
         if kernels is ...:
