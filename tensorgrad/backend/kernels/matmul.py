@@ -21,8 +21,8 @@ def _gemm_call(gemm, trans_a, trans_b, m, n, k, a, lda, b, ldb, out):
 
 
 def gemm(a, b):
-    """a @ b for 2-D arrays, as mkl_blas.matmul computes it (the same MKL routine, arguments and
-    so result) but called from compiled code, without ctypes' conversion of 14 arguments and
+    """a @ b for 2-D arrays, as mkl_blas.matmul computes it (the same MKL routine and arguments)
+    but called from compiled code, without ctypes' conversion of 14 arguments and
     three array addresses at every call (benchmarks/: generate_nocache, mlp_step); None where
     MKL does not take it (the backend then runs NumPy's)."""
     plan = mkl_blas.gemm_2d(a, b)
