@@ -16,15 +16,6 @@ def _sizes(args):
     return tuple(args)
 
 
-def _view_op(prim, x, **attrs):
-    """prim(x, **attrs) for a view primitive (reshape, permute). With no gradient to record, the
-    array's view as an untracked view, without the primitive call's bookkeeping: inference
-    takes many (generate_user: 12 views and 16 transposes a token)."""
-    if x.requires_grad:
-        return prim(x, **attrs)
-    return untracked_view(x, prim.forward(x._backend, x.data, **attrs))
-
-
 # --- reshape ----------------------------------------------------------------------------------
 @primitive("reshape", view=True)
 def _reshape(xp, x, shape):
@@ -53,7 +44,10 @@ def reshape(x, *shape):
     if math.prod(shape) != size or min(shape, default=0) < 0:
         raise RuntimeError(f"reshape: cannot view a tensor of shape {x.shape} ({size} elements) "
                            f"as shape {requested}")
-    return _view_op(_reshape, x, shape=shape)
+    if x.requires_grad:
+        return _reshape(x, shape=shape)
+    # nothing to record: the array's view, without the primitive call (generate_user: 16 a token)
+    return untracked_view(x, data.reshape(shape))
 
 
 @tensor_method
@@ -144,7 +138,9 @@ def permute(x, *dims):
                            f"dimensions of a tensor of shape {x.shape}")
     if dims == tuple(range(x.ndim)):
         return x
-    return _view_op(_permute, x, dims=dims)
+    if x.requires_grad:
+        return _permute(x, dims=dims)
+    return untracked_view(x, x.data.transpose(dims))  # nothing to record, as reshape's
 
 
 @tensor_method
@@ -153,9 +149,11 @@ def transpose(x, dim0, dim1):
     d0, d1 = normalize_dim(dim0, ndim, "transpose"), normalize_dim(dim1, ndim, "transpose")
     if d0 == d1:
         return x
+    if not x.requires_grad:  # nothing to record, as reshape's (generate_user: 16 a token)
+        return untracked_view(x, x.data.swapaxes(d0, d1))
     dims = list(range(ndim))
     dims[d0], dims[d1] = d1, d0
-    return _view_op(_permute, x, dims=tuple(dims))
+    return _permute(x, dims=tuple(dims))
 
 
 @tensor_method
