@@ -9,7 +9,7 @@ from numba import prange
 from .. import mkl_blas, threads
 from ..overrides import override
 from .jit import jit, rows_of, threaded
-from .supports import floats_over_grain
+from .supports import floats, floats_over_grain
 
 _ROW_MAJOR = 101  # CBLAS's enum value
 
@@ -55,9 +55,11 @@ def _add_to_rows_loop(out, bias):
             out[r, j] += bias[j]
 
 
-@override("linear.add_to_rows_", supports=floats_over_grain)
+@override("linear.add_to_rows_", supports=floats)
 def add_to_rows_(out, bias):
-    """out += bias, in place, for a C-contiguous (N, C) out and a (C,) bias of its dtype."""
+    """out += bias, in place, for a C-contiguous (N, C) out and a (C,) bias of its dtype. At
+    every size: NumPy's broadcast add takes 2-3x the loop's time, one row to thousands
+    (benchmarks/: generate_nocache, generate_user, mlp_step)."""
     _add_to_rows_loop(out, bias)
     return out
 
