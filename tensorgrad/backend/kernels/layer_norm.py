@@ -75,14 +75,17 @@ def norm_rows(x, weight, bias, eps, dims, center):
     """Layer norm (center=True) or RMS norm over the trailing `dims` of x: (y, mean, rstd), the
     statistics shaped as a keepdims reduction over dims (the mean is 0 for RMS norm)."""
     trailing = len(dims)
-    cols = x.shape[-1] if trailing == 1 else math.prod(x.shape[-trailing:])
+    if trailing == 1:  # the usual norm, over the last dim: weight and bias are vectors already
+        cols = x.shape[-1]
+    else:
+        cols = math.prod(x.shape[-trailing:])
+        weight, bias = _flat_vector(weight), _flat_vector(bias)
     rows = rows_of(x, cols)
     y = numpy.empty_like(rows)
     # mean and rstd, made in their final shape: in decoding every call is one row, and each
     # reshape or view costs as much as the loop over it (generate: 9 calls per token)
     stats = numpy.empty((2,) + x.shape[:-trailing] + (1,) * trailing, x.dtype)
-    _norm_loop(rows, _flat_vector(weight), _flat_vector(bias), float(eps), center, y,
-               stats.reshape(2, -1))
+    _norm_loop(rows, weight, bias, float(eps), center, y, stats.reshape(2, -1))
     return y.reshape(x.shape), stats[0], stats[1]
 
 
