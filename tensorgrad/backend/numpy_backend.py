@@ -112,7 +112,7 @@ class NumpyBackend:
         through ctypes."""
         if (a.shape[0] * a.shape[1] * b.shape[1] >= mkl_blas.MIN_WORK
                 and mkl_blas.library() is not None):
-            kernels = self.kernels(a, b, family="matmul")
+            kernels = self.kernels(a, family="matmul")  # gemm_2d checks b against a
             out = (mkl_blas.matmul if kernels is None else kernels.gemm)(a, b)
             if out is not None:
                 return out
@@ -144,6 +144,12 @@ class NumpyBackend:
                     a_t = numpy.ascontiguousarray(a_t)
                 return numpy.ascontiguousarray(self._gemm(b.T, a_t).T)
             return self._gemm(a, b)
+        if b.ndim == 2 and a.ndim > 2 and a.flags.c_contiguous:
+            # A stack of rows times one matrix (x @ W on (B, T, C)): one 2-D product over all the
+            # rows, with the 2-D path's choices (generate_nocache's tied head)
+            rows = math.prod(a.shape[:-1])
+            out = self.matmul(a.reshape(rows, a.shape[-1]), b)
+            return out.reshape(a.shape[:-1] + (b.shape[1],))
         out = mkl_blas.matmul(a, b)
         if out is not None:
             return out

@@ -184,6 +184,25 @@ def test_cpu_matmul_routes_each_product(monkeypatch):
         assert asked == ([first] if big else []), (rows, dtype)
 
 
+def test_cpu_matmul_takes_a_row_major_stack_of_rows_as_one_2d_product(monkeypatch):
+    """x @ W with x (B, T, k) row-major is one 2-D product over the B * T rows, which then takes
+    the 2-D path's choices (turned round, MKL from compiled code); a stack that is not
+    row-major keeps the batched path. Both give NumPy's values."""
+    from tensorgrad.backend import numpy_backend
+    backend = backends.get_backend("cpu")
+    gemms = []
+    real_gemm = numpy_backend.NumpyBackend._gemm
+    monkeypatch.setattr(numpy_backend.NumpyBackend, "_gemm", lambda self, a, b: gemms.append(
+        a.shape) or real_gemm(self, a, b))
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((256, 128)).astype(np.float32)
+    for x, expected in ((rng.standard_normal((2, 48, 128)).astype(np.float32), [(96, 128)]),
+                        (rng.standard_normal((48, 2, 128)).astype(np.float32).swapaxes(0, 1),
+                         [])):
+        gemms.clear()
+        np.testing.assert_allclose(backend.matmul(x, w.T), x @ w.T, rtol=1e-5, atol=1e-4)
+        assert gemms == expected, gemms
+
 def test_cupy_backend_arrays_live_on_the_gpu(device):
     if device == "cpu":
         pytest.skip("cupy backend: runs on the cuda device only")
