@@ -68,8 +68,10 @@ def _same_dtype(op, a, b):
     # PyTorch promotes elementwise ops but not matrix products: a float64 batch through a float32
     # layer is an error there, so it is here (promoting would silently run the model in float64).
     # Inside autocast the product's primitive casts both operands (tensorgrad.amp).
+    if a.data.dtype == b.data.dtype:  # the thread's autocast policy read only on a mismatch
+        return
     policy = this_thread.switches.autocast
-    if a.data.dtype != b.data.dtype and not (policy is not None and policy.covers(a)):
+    if not (policy is not None and policy.covers(a)):
         raise RuntimeError(f"{op}: expected both operands to have the same dtype, got {a.dtype} "
                            f"and {b.dtype} (shapes {a.shape} and {b.shape}); convert one with "
                            ".to(dtype)")
@@ -182,5 +184,6 @@ def linear(input, weight, bias=None):
     if w.dtype != dtype or (b is not None and b.dtype != dtype):
         # the checks are called only on a mismatch: linear runs for every layer (decoding)
         _same_dtype("linear", input, weight)
-        _same_dtype("linear", input, bias)
+        if bias is not None:
+            _same_dtype("linear", input, bias)
     return _linear(input, weight, bias)
