@@ -379,11 +379,13 @@ def gemm_function(dtype):
 
 
 def takes_row_major(a):
-    """Whether the BLAS reads the 2-D array `a` in place as a row-major matrix (no transpose
-    flag, its row stride as leading dimension), by `_matrix`'s rules: what compiled callers of
-    gemm_function check before they pass an array's address."""
+    """Whether the BLAS reads the matrices of `a` (its last two dims; a 2-D array is one) in
+    place as row-major matrices (no transpose flag, the row stride as leading dimension), by
+    `_matrix`'s rules: what compiled callers of gemm_function check before they pass an array's
+    address. Read from the shape and strides, no matrix taken out (attention: 3 arrays a call)."""
+    shape, strides = a.shape[-2:], a.strides[-2:]
     return (a.flags.aligned
-            and _matrix(a.shape, a.strides, a.itemsize) == (_NO_TRANS, a.strides[0] // a.itemsize))
+            and _matrix(shape, strides, a.itemsize) == (_NO_TRANS, strides[0] // a.itemsize))
 
 
 def gemm_into(a, b, out, accumulate):

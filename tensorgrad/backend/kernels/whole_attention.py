@@ -19,12 +19,15 @@ from numba import prange
 from .. import mkl_blas
 from ..overrides import override
 from .attention import _row_dots_loop, _softmax_backward_loop, _softmax_loop
-from .jit import threaded
+from .jit import DTYPES, threaded
 from .supports import floats
 from .tiled_attention import _product
 
 # one matrix's softmax and its VJP: the loop over the matrices is what the threads split
 _softmax, _softmax_backward = _softmax_loop.serial, _softmax_backward_loop.serial
+# no score is "removed" (the softmax kernel's lowest): NaN, which equals nothing; made once per
+# dtype (generate_nocache: one attention call per layer and token)
+_NO_SCORE_REMOVED = {dtype: dtype.type(numpy.nan) for dtype in DTYPES}
 
 
 @threaded
@@ -68,9 +71,8 @@ def whole_forward(q, k, v, causal, scale):
     batch, tq, tk = q.shape[:-2], q.shape[-2], k.shape[-2]
     out = numpy.empty(batch + (tq, v.shape[-1]), q.dtype)
     p = numpy.empty(batch + (tq, tk), q.dtype)
-    # no score is "removed" (the softmax kernel's lowest): NaN, which equals nothing
     _forward_loop(*_four_dims(q, k, v), causal, q.dtype.type(scale), *_four_dims(out, p),
-                  q.dtype.type(numpy.nan), gemm)
+                  _NO_SCORE_REMOVED[q.dtype], gemm)
     return out, p
 
 
@@ -91,14 +93,13 @@ def whole_backward(q, k, v, g, o, p, scale, needs_q, needs_k, needs_v):
 
 def _gemm_for(q, *arrays):
     """MKL's gemm for these arrays, or None: they need one dtype, q's batch shape (one or two
-    dims), aligned memory, and matrices the BLAS reads in place (checked on each array's first:
-    the others share its strides)."""
+    dims), aligned memory, and matrices the BLAS reads in place."""
     gemm = mkl_blas.gemm_function(q.dtype)
     if gemm is None or q.ndim not in (3, 4):
         return None
     for a in (q,) + arrays:
         if (a.shape[:-2] != q.shape[:-2] or a.dtype != q.dtype or a.size == 0
-                or not mkl_blas.takes_row_major(a[(0,) * (a.ndim - 2)])):
+                or not mkl_blas.takes_row_major(a)):
             return None
     return gemm
 
