@@ -76,8 +76,8 @@ def _gelu_backward_loop(x, gate, g, gx, c, c3):
         gx[i] = 0.5 * gi * (1.0 + xi * (2.0 - gi) * (c + 3.0 * c3 * xi * xi)) * g[i]
 
 
-# u's two constants in each dtype, made once: two scalars made per call cost half the loop's
-# time over a decoded token's row (generate_user)
+# u's two constants in each dtype, made once: over a decoded token's one row, making them at
+# every call costs about as much as the loop (generate_user)
 _TANH_CONSTANTS = {dtype: (dtype.type(_SQRT_2_OVER_PI), dtype.type(_SQRT_2_OVER_PI * _GELU_CUBIC))
                    for dtype in DTYPES}
 

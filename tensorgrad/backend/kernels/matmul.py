@@ -58,8 +58,8 @@ def _add_to_rows_loop(out, bias):
 @override("linear.add_to_rows_", supports=floats)
 def add_to_rows_(out, bias):
     """out += bias, in place, for a C-contiguous (N, C) out and a (C,) bias of its dtype. At
-    every size: NumPy's broadcast add takes 2-3x the loop's time, one row to thousands
-    (benchmarks/: generate_nocache, generate_user, mlp_step)."""
+    every size: NumPy's broadcast add is the slower from one row to thousands (benchmarks/:
+    generate_nocache, generate_user)."""
     _add_to_rows_loop(out, bias)
     return out
 
