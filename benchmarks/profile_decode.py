@@ -4,6 +4,7 @@ workload), tensorgrad's calls per token and the step's ops timed alone beside Py
     python benchmarks/profile_decode.py              # B=1, one thread
     python benchmarks/profile_decode.py --batch 8
     python benchmarks/profile_decode.py --quick      # fewer tokens and repetitions (a test runs it)
+    python benchmarks/profile_decode.py --positions 48   # part 2 at a no-cache step's shapes
 
 Part 1 decodes 64 tokens (--quick: 16) with `models.generate` and counts, per token, the
 primitive calls by name and the module calls (`Module.__call__`). Part 2 times each op of a
@@ -13,6 +14,10 @@ per call, the minimum over repeats of CPU time (time.process_time, steadier on a
 than the wall clock). The last column multiplies tensorgrad's and torch's difference by the
 op's count per token (GPT-mini: 4 layers). Ops timed alone run with warm caches: inside a step
 each is slower. Prints markdown tables; torch's column is left out without torch.
+
+--positions T times part 2's ops as a decoding step without the cache runs them (the
+generate_nocache workload): on all T positions of the sequence so far, the attention causal
+over them.
 
 --user adds the generic ops that benchmarks/torch_gpt.py's decoding step (the generate_user
 workload: PyTorch-style code with its own static cache) calls beside those: split, view,
@@ -37,6 +42,9 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--user", action="store_true",
                         help="also time generate_user's generic ops (benchmarks/torch_gpt.py)")
+    parser.add_argument("--positions", type=int, default=1,
+                        help="positions each op of part 2 runs on: 1 with the cache (default), "
+                             "the sequence's length without it (generate_nocache)")
     args = parser.parse_args(argv)
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, str(args.threads))  # before NumPy loads BLAS
@@ -46,8 +54,10 @@ def main(argv=None):
           + ", ".join(f"{name} {n:g}" for name, n in primitives.most_common())
           + f"), {modules:.0f} module calls\n")
     repeats, calls = (3, 300) if args.quick else (9, 2000)
-    print(op_table(_ops, "One decoding step's ops alone", args.batch, repeats, calls,
-                   args.threads))
+    title = ("One decoding step's ops alone" if args.positions == 1 else
+             f"One no-cache decoding step's ops alone, T={args.positions}")
+    print(op_table(lambda lib, batch: _ops(lib, batch, args.positions), title, args.batch,
+                   repeats, calls, args.threads))
     if args.user:
         print()
         print(op_table(_user_ops, "torch_gpt.py's generic ops alone (generate_user)", args.batch,
@@ -90,14 +100,20 @@ def count_calls(batch, tokens=64):
     return +per_token, (long_modules - short_modules) / tokens
 
 
-def _ops(lib, batch):
-    """{op: (calls per token, thunk)} of one decoding step, in tensorgrad ("tg") or torch."""
+def _ops(lib, batch, positions=1):
+    """{op: (calls per token, thunk)} of one decoding step, in tensorgrad ("tg") or torch: on
+    one new position over the cached keys, or without the cache on all `positions`."""
     make = _library(lib)
     nn = make.nn
     F, randn = nn.functional, make.randn
-    x, h = randn(batch, 1, C), randn(batch, 1, D_FF)
-    qkv, cache = randn(batch, 1, 3 * C), randn(batch, HEADS, 2 * CACHED, C // HEADS)
-    q, keys = randn(batch, HEADS, 1, C // HEADS), cache[:, :, :CACHED]
+    x, h = randn(batch, positions, C), randn(batch, positions, D_FF)
+    qkv = randn(batch, positions, 3 * C)
+    cache = randn(batch, HEADS, 2 * CACHED, C // HEADS)
+    if positions == 1:  # one query over the cached keys
+        q, keys, causal = randn(batch, HEADS, 1, C // HEADS), cache[:, :, :CACHED], False
+    else:  # every position attends to those before it
+        q = keys = randn(batch, HEADS, positions, C // HEADS)
+        causal = True
     ids = make.zeros(batch, 1, dtype=make.int64)
     qkv_proj, out_proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
     up, down, head = nn.Linear(C, D_FF), nn.Linear(D_FF, C), nn.Linear(C, VOCAB, bias=False)
@@ -111,9 +127,11 @@ def _ops(lib, batch):
         "LayerNorm(128)": (9, lambda: norm(x)),
         "Embedding(256, 128)": (2, lambda: table(ids)),
         "tanh-GELU (512)": (4, lambda: F.gelu(h, approximate="tanh")),
-        "scaled_dot_product_attention": (4, lambda: F.scaled_dot_product_attention(q, keys, keys)),
+        "scaled_dot_product_attention": (4, lambda: F.scaled_dot_product_attention(
+            q, keys, keys, is_causal=causal)),
         "add (residual)": (9, lambda: x + x),
-        "reshape into heads": (4, lambda: qkv.reshape(batch, 3 * HEADS, 1, C // HEADS)),
+        "reshape into heads": (4, lambda: qkv.reshape(batch, positions, 3 * HEADS,
+                                                      C // HEADS)),
         "slice (q/k/v, cache views)": (20, lambda: cache[:, :, :CACHED]),
     }
 

@@ -281,6 +281,11 @@ def test_profile_decode_counts_a_tokens_calls_and_restores_them(capsys):
     # --user: torch_gpt.py's generic ops, a second table (4 layers: 3 views, 4 transposes each)
     assert "## torch_gpt.py's generic ops alone (generate_user)" in out
     assert "| view into heads | 12 |" in out and "| transpose(1, 2) | 16 |" in out
+    # --positions: the same ops at a no-cache step's shapes, the attention causal over them
+    profile_decode.main(["--quick", "--positions", "8"])
+    out = capsys.readouterr().out
+    assert "## One no-cache decoding step's ops alone, T=8 (B=1)" in out
+    assert "| Linear 128->384 (qkv) | 4 |" in out and "| scaled_dot_product_attention | 4 |" in out
 
 
 def test_op_instructions_child_runs_the_chain_with_gradients():
