@@ -67,11 +67,14 @@ tensor_reflected(matmul, "matmul")
 def _same_dtype(op, a, b):
     # PyTorch promotes elementwise ops but not matrix products: a float64 batch through a float32
     # layer is an error there, so it is here (promoting would silently run the model in float64).
-    # Inside autocast the product's primitive casts both operands (tensorgrad.amp).
+    # Inside autocast the product's primitive casts both operands (tensorgrad.amp): the dtypes
+    # may differ if the casts make them one (float64 is never cast, so float64 with float32
+    # stays an error, as in PyTorch).
     if a.data.dtype == b.data.dtype:  # the thread's autocast policy read only on a mismatch
         return
     policy = this_thread.switches.autocast
-    if not (policy is not None and policy.covers(a)):
+    if policy is None or not policy.covers(a) or len(
+            {t.data.dtype for t in policy("linear" if op == "linear" else "matmul", (a, b))}) > 1:
         raise RuntimeError(f"{op}: expected both operands to have the same dtype, got {a.dtype} "
                            f"and {b.dtype} (shapes {a.shape} and {b.shape}); convert one with "
                            ".to(dtype)")

@@ -61,6 +61,30 @@ def test_autocast_on_each_device(device):
     assert (x @ w).dtype == F32
 
 
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_mixed_dtypes_in_products_are_refused_unless_the_casts_make_them_one(with_bias):
+    """Inside autocast, float32 with float16 is cast to one dtype and runs, but float64 is never
+    cast, so float64 with float32 stays an error, in linear (with or without a bias) and matmul,
+    as in PyTorch."""
+    x64, w, b = tg.randn(2, 4, dtype=F64), tg.randn(3, 4), tg.randn(3) if with_bias else None
+    with autocast("cpu", dtype=F16):
+        with pytest.raises(RuntimeError, match="linear: expected both operands to have the same"):
+            tg.nn.functional.linear(x64, w, b)
+        with pytest.raises(RuntimeError, match="matmul: expected both operands to have the same"):
+            x64 @ w.T
+        assert tg.nn.functional.linear(tg.randn(2, 4), w.to(F16), b).dtype == F16
+    try:
+        import torch
+    except ImportError:
+        return
+    tw, tb = torch.randn(3, 4), torch.randn(3) if with_bias else None
+    with torch.autocast("cpu", dtype=torch.float16):
+        with pytest.raises(RuntimeError):
+            torch.nn.functional.linear(torch.randn(2, 4, dtype=torch.float64), tw, tb)
+        assert torch.nn.functional.linear(torch.randn(2, 4), tw.half(), tb).dtype == \
+            torch.float16
+
+
 def test_autocast_leaves_other_device_types_alone():
     x = tg.randn(3, 3)
     with autocast("cuda"):
