@@ -43,9 +43,9 @@ def _embedding(dtype, B, T, C, vocab=64):
 
 
 def _linear(dtype, B, T, C):
-    x = _weight(dtype, B, T, C)
-    _backward(ops.linear(x, _weight(dtype, 3 * C, C), _weight(dtype, 3 * C)))  # with a bias
-    _backward(ops.linear(x, _weight(dtype, C, C)))
+    for x in (_weight(dtype, B, T, C), _weight(dtype, 1, C)):  # many rows, and one (decoding)
+        _backward(ops.linear(x, _weight(dtype, 3 * C, C), _weight(dtype, 3 * C)))  # with a bias
+        _backward(ops.linear(x, _weight(dtype, C, C)))
 
 
 def _matmul(dtype, B, T, C):

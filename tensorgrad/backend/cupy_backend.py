@@ -79,6 +79,13 @@ class CupyBackend:
         for i, arrays in items:
             fn(i, *arrays)
 
+    def linear(self, x, weight, bias=None):
+        """x @ weight.T + bias (the NumPy backend's, which see)."""
+        out = self.xp.matmul(x, weight.T)
+        if bias is not None:
+            out += bias
+        return out
+
     def matmul_into(self, a, b, out, accumulate=False):
         """out = a @ b, or out += a @ b with `accumulate` (the NumPy backend's, which see)."""
         if accumulate:

@@ -167,6 +167,25 @@ class NumpyBackend:
             a, b = _row_major(a), _row_major(b)
         return numpy.matmul(a, b)
 
+    def linear(self, x, weight, bias=None):
+        """x @ weight.T + bias for a 2-D x (N, in), weight (out, in) and bias (out,) or None: a
+        Linear layer's forward. The compiled kernels, once loaded, take one row (decoding) and
+        the products MKL takes (kernels/matmul.py `linear`); otherwise the product (`matmul`),
+        then the bias added to its rows."""
+        kernels = self.kernels(x, family="linear")
+        if kernels is not None and weight.dtype == x.dtype and (bias is None
+                                                                or bias.dtype == x.dtype):
+            out = kernels.linear(x, weight, bias)
+            if out is not None:
+                return out
+        out = self.matmul(x, weight.T)
+        if bias is not None:
+            if kernels is not None and bias.dtype == out.dtype:
+                kernels.add_to_rows_(out, bias)  # NumPy's broadcast add is the slower (generate)
+            else:
+                out += bias
+        return out
+
     def matmul_into(self, a, b, out, accumulate=False):
         """out = a @ b, or out += a @ b with `accumulate`, for 2-D a and b, written into `out`
         (a row-major (m, n) array that shares no memory with them): a loop of block products

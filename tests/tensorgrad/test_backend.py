@@ -203,6 +203,29 @@ def test_cpu_matmul_takes_a_row_major_stack_of_rows_as_one_2d_product(monkeypatc
         np.testing.assert_allclose(backend.matmul(x, w.T), x @ w.T, rtol=1e-5, atol=1e-4)
         assert gemms == expected, gemms
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linear_is_the_product_plus_the_bias(device, dtype):
+    """backend.linear(x, weight, bias) is x @ weight.T + bias, with or without the bias, for one
+    row (decoding), a few, and enough for MKL's GEMM (the CPU kernels take the first and the
+    last: kernels/matmul.py), with a row-major and a transposed weight and widths that are
+    not multiples of four."""
+    backend = backends.get_backend(device)
+    rng = np.random.default_rng(3)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    for rows, k, n in ((1, 128, 384), (1, 37, 130), (1, 0, 6), (4, 64, 96), (64, 128, 256)):
+        x = rng.standard_normal((rows, k)).astype(dtype)
+        for weight in (rng.standard_normal((n, k)).astype(dtype),
+                       rng.standard_normal((k, n)).astype(dtype).T):
+            for bias in (rng.standard_normal(n).astype(dtype), None):
+                exact = x.astype(np.float64) @ weight.T.astype(np.float64)
+                if bias is not None:
+                    exact += bias
+                on = [None if a is None else backend.from_host(a) for a in (x, weight, bias)]
+                out = backend.to_host(backend.linear(*on))
+                assert out.dtype == dtype and out.shape == (rows, n)
+                np.testing.assert_allclose(out, exact, **tol, err_msg=f"{rows, k, n}")
+
+
 def test_cupy_backend_arrays_live_on_the_gpu(device):
     if device == "cpu":
         pytest.skip("cupy backend: runs on the cuda device only")

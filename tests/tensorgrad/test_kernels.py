@@ -410,3 +410,34 @@ for threads in (1, 2):  # the plain loops, then every call split (the threaded t
                           timeout=600)
     assert done.returncode == 0, done.stderr
     assert "Warning" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_linear_layer_runs_the_compiled_forward_where_it_takes_the_arrays(dtype, monkeypatch):
+    """kernels.linear takes one row with a row-major weight (the compiled dot products) and the
+    products MKL takes (its GEMM, then the bias, from compiled code), and leaves the rest to
+    the backend's matmul (None); what a Linear layer gives is the same either way."""
+    from tensorgrad.backend import kernels, mkl_blas
+    rng = np.random.default_rng(4)
+    mkl = mkl_blas.library() is not None
+    for rows, k, n, taken in ((1, 128, 384, True), (1, 7, 5, True), (4, 64, 96, False),
+                              (64, 128, 256, mkl)):
+        x = rng.standard_normal((rows, k)).astype(dtype)
+        weight, bias = rng.standard_normal((n, k)).astype(dtype), rng.standard_normal(n).astype(dtype)
+        out = kernels.linear(x, weight, bias)
+        assert (out is not None) == taken, (rows, k, n)
+        if taken:
+            np.testing.assert_allclose(out, x @ weight.T + bias, rtol=1e-5, atol=1e-5)
+            assert out.dtype == dtype and out.flags.c_contiguous
+    one = rng.standard_normal((1, 32)).astype(dtype)
+    assert kernels.linear(one, rng.standard_normal((32, 8)).astype(dtype).T, None) is None
+    lin = tg.nn.Linear(32, 24, dtype=tg.float32 if dtype == np.float32 else tg.float64)
+    x = tg.tensor(one)
+    calls, real = [], kernels.linear
+    monkeypatch.setattr(kernels, "linear", lambda *a: calls.append(a[0].shape) or real(*a))
+    with tg.no_grad():
+        compiled = lin(x).numpy()
+        assert calls == [(1, 32)]
+        monkeypatch.setattr(CPU, "_kernels", None)
+        np.testing.assert_allclose(lin(x).numpy(), compiled, rtol=1e-5, atol=1e-6)
+    assert calls == [(1, 32)]

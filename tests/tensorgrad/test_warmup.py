@@ -58,3 +58,20 @@ def test_a_gpt_training_step_compiles_nothing_the_recipes_did_not(threads, monke
         tg.set_num_threads(before_threads)
     new = {name: sigs - before.get(name, set()) for name, sigs in _compiled_signatures().items()}
     assert not {name: sigs for name, sigs in new.items() if sigs}
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_greedy_decoding_compiles_nothing_the_recipes_did_not(use_cache):
+    """Decoding's one-row products (with the cache) and its re-read sequence (without) run
+    kernels the recipes built: a run's first tokens wait for no compilation."""
+    from tensorgrad.models import GPT, GPTConfig, generate
+    with kernel_loading.warming(True):
+        for family in warmup.RECIPES:
+            warmup.run(family, np.dtype(np.float32))
+    before = _compiled_signatures()
+    tg.manual_seed(0)
+    model = GPT(GPTConfig.mini(block_size=40)).eval()
+    with kernel_loading.warming(True):
+        generate(model, tg.randint(0, 256, (1, 24)), 8, temperature=0.0, use_cache=use_cache)
+    new = {name: sigs - before.get(name, set()) for name, sigs in _compiled_signatures().items()}
+    assert not {name: sigs for name, sigs in new.items() if sigs}

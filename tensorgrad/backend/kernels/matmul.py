@@ -1,15 +1,15 @@
-"""The CPU backend's large 2-D products called from compiled code, and compiled twins of the two
-passes around tensorgrad/ops/matmul.py's linear GEMMs: the bias added to every row of the
-output, and the bias gradient, the column sums of the output's gradient. Both split their rows
-over the threads, where NumPy's add and the BLAS's matrix-vector product run on one (gpt_step
-and mlp_step at two threads)."""
+"""The CPU backend's large 2-D products called from compiled code, its Linear forward (backend
+`linear`), and compiled twins of the two passes around tensorgrad/ops/matmul.py's linear GEMMs:
+the bias added to every row of the output, and the bias gradient, the column sums of the
+output's gradient. Both split their rows over the threads, where NumPy's add and the BLAS's
+matrix-vector product run on one (gpt_step and mlp_step at two threads)."""
 import numpy
 from numba import prange
 
 from .. import mkl_blas, threads
 from ..overrides import override
 from .jit import jit, rows_of, threaded
-from .supports import floats, floats_over_grain
+from .supports import floats_over_grain
 
 _ROW_MAJOR = 101  # CBLAS's enum value
 
@@ -48,6 +48,51 @@ def _c_contiguous(a):
     return a.T if a.flags.f_contiguous else None
 
 
+@jit
+def _one_row_linear(x, weight, bias, out):
+    # four of weight's rows at a time, so that each element of x is read once for four sums
+    n, k = weight.shape
+    zero = x.dtype.type(0)
+    j = 0
+    while j < n:
+        if j + 4 <= n:
+            s0 = s1 = s2 = s3 = zero
+            for i in range(k):
+                xi = x[0, i]
+                s0 += xi * weight[j, i]
+                s1 += xi * weight[j + 1, i]
+                s2 += xi * weight[j + 2, i]
+                s3 += xi * weight[j + 3, i]
+            out[0, j], out[0, j + 1], out[0, j + 2], out[0, j + 3] = s0, s1, s2, s3
+            j += 4
+        else:
+            s0 = zero
+            for i in range(k):
+                s0 += x[0, i] * weight[j, i]
+            out[0, j] = s0
+            j += 1
+    if bias is not None:
+        for j in range(n):
+            out[0, j] += bias[j]
+
+
+def linear(x, weight, bias):
+    """x @ weight.T + bias (bias may be None) for a 2-D x (N, in), weight (out, in) and bias
+    (out,) of one float dtype, or None where neither way below takes them:
+    - one row (decoding a token) and a row-major weight: compiled dot products, the bias added
+      in the same call, where the BLAS's matrix-vector product and a second pass for the bias
+      were the slower (generate_user);
+    - a product MKL takes: `gemm`, then the bias added to its rows (generate_nocache)."""
+    if x.shape[0] == 1 and x.flags.c_contiguous and weight.flags.c_contiguous:
+        out = numpy.empty((1, weight.shape[0]), x.dtype)
+        _one_row_linear(x, weight, bias, out)
+        return out
+    out = gemm(x, weight.T)
+    if out is not None and bias is not None:
+        add_to_rows_(out, bias)
+    return out
+
+
 @threaded
 def _add_to_rows_loop(out, bias):
     for r in prange(out.shape[0]):
@@ -55,7 +100,6 @@ def _add_to_rows_loop(out, bias):
             out[r, j] += bias[j]
 
 
-@override("linear.add_to_rows_", supports=floats)
 def add_to_rows_(out, bias):
     """out += bias, in place, for a C-contiguous (N, C) out and a (C,) bias of its dtype. At
     every size: NumPy's broadcast add is the slower from one row to thousands (benchmarks/:
