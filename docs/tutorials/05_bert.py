@@ -154,5 +154,5 @@ plt.show()
 # another docstring is often about a different topic, which is the cue it has to find. Longer
 # runs (``examples/train_bert.py``, 1,500 steps on 15,000 documents) reached 17% masked-token
 # and 66% next-sentence accuracy in one run (seed 0; the range over seeds is what
-# ``examples/results.py --only train_bert`` measures); RoBERTa later found NSP unnecessary when masked LM trains long
-# enough.
+# ``examples/results.py --only train_bert`` measures); RoBERTa later found NSP unnecessary
+# when masked LM trains long enough.

@@ -125,11 +125,11 @@ def mv(input, vec):
 
 # --- linear: x @ W.T + b as one primitive -------------------------------------------------------
 # Fused because every Linear layer is exactly this: one GEMM over all leading rows with the bias
-# added (the backend's `linear`, which may add it in the product's own pass), and a VJP that gets the weight gradient as one GEMM instead of a batched
-# product summed afterwards (benchmarks/: mlp_step, gpt_step). The VJP works on arrays (seven
-# fewer op calls per layer), and in tensorgrad ops under create_graph. It saves x only for the
-# weight's gradient and the weight only for x's, as PyTorch's addmm does (a frozen layer keeps
-# no activations); hence no composite, whose replay would need both.
+# added (the backend's `linear`), and a VJP that gets the weight gradient as one GEMM instead of
+# a batched product summed afterwards (benchmarks/: mlp_step, gpt_step). The VJP works on arrays
+# (seven fewer op calls per layer), and in tensorgrad ops under create_graph. It saves x only
+# for the weight's gradient and the weight only for x's, as PyTorch's addmm does (a frozen layer
+# keeps no activations); hence no composite, whose replay would need both.
 @overridable("linear.column_sums")
 def _column_sums(xp, g):
     """g (N, C) summed over its rows: as a product, BLAS reads g once where sum(axis=0) does not

@@ -423,7 +423,8 @@ def test_a_linear_layer_runs_the_compiled_forward_where_it_takes_the_arrays(dtyp
     for rows, k, n, taken in ((1, 128, 384, True), (1, 7, 5, True), (4, 64, 96, False),
                               (64, 128, 256, mkl)):
         x = rng.standard_normal((rows, k)).astype(dtype)
-        weight, bias = rng.standard_normal((n, k)).astype(dtype), rng.standard_normal(n).astype(dtype)
+        weight = rng.standard_normal((n, k)).astype(dtype)
+        bias = rng.standard_normal(n).astype(dtype)
         out = kernels.linear(x, weight, bias)
         assert (out is not None) == taken, (rows, k, n)
         if taken:
