@@ -264,11 +264,20 @@ def gemm_2d(a, b):
 def _layouts(a, b):
     """((trans_a, lda), (trans_b, ldb)) of a's and b's matrices (the last two dims), or None
     when BLAS cannot read one of them in place."""
-    layout_a = _matrix(a.shape[-2:], a.strides[-2:], a.itemsize)
-    layout_b = _matrix(b.shape[-2:], b.strides[-2:], b.itemsize)
+    layout_a, layout_b = _layout(a), _layout(b)
     if layout_a is None or layout_b is None or not (a.flags.aligned and b.flags.aligned):
         return None
     return layout_a, layout_b
+
+
+def _layout(a):
+    """`_matrix` of a's last two dims, read off the flags for a C-contiguous array or a 2-D
+    F-contiguous one (a Linear layer's operands: generate_nocache)."""
+    if a.flags.c_contiguous:
+        return _NO_TRANS, a.shape[-1]
+    if a.ndim == 2 and a.flags.f_contiguous:  # in more dims the first, not a row, steps by one
+        return _TRANS, a.shape[0]
+    return _matrix(a.shape[-2:], a.strides[-2:], a.itemsize)
 
 
 def matmul(a, b):

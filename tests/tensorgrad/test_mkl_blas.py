@@ -196,6 +196,20 @@ def test_what_it_declines(monkeypatch, case):
     assert get_backend("cpu").matmul(*operands).shape == np.matmul(*operands).shape
 
 
+def test_a_contiguous_arrays_layout_is_what_the_stride_rules_give():
+    """_layout reads a C- or F-contiguous array's (flag, leading dimension) off its flags; it is
+    what _matrix gives from the strides, for every shape with dims of one and any batch (empty
+    arrays never get there: _takes turns them away first)."""
+    rng = np.random.default_rng(11)
+    for shape in ((3, 4), (1, 4), (3, 1), (1, 1), (2, 3, 4), (2, 1, 4), (5, 2, 3, 1)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        for a in (x, np.asfortranarray(x), x.swapaxes(-1, -2), x[..., ::2, :], x[..., 1:]):
+            if a.size == 0:
+                continue
+            assert mkl_blas._layout(a) == mkl_blas._matrix(a.shape[-2:], a.strides[-2:],
+                                                           a.itemsize), (shape, a.strides)
+
+
 def test_dimensions_must_fit_a_c_int():
     assert mkl_blas._matrix((3, 4), (4 * 2**31, 4), 4) is None  # leading dimension 2^31
     assert mkl_blas._matrix((3, 4), (16, 4), 4) == (mkl_blas._NO_TRANS, 4)
