@@ -19,8 +19,11 @@ EXTRAS_dev := dev,examples
 EXTRAS_parity := dev,examples,parity
 EXTRAS_docs := docs,examples
 
+# setuptools notes at every editable install of a package_dir layout (tensorgrad.nn from nn/)
+# that folders in the working directory named like the package may shadow it: here they are it
 $(VENV)/.installed-%: pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e ".[$(EXTRAS_$*)]"
+	PYTHONWARNINGS="$${PYTHONWARNINGS:+$$PYTHONWARNINGS,}ignore:Editable installation" \
+		$(PY) -m pip install -q -e ".[$(EXTRAS_$*)]"
 	touch $@
 
 demo: $(VENV)/.installed-examples
