@@ -169,9 +169,9 @@ class NumpyBackend:
 
     def linear(self, x, weight, bias=None):
         """x @ weight.T + bias for a 2-D x (N, in), weight (out, in) and bias (out,) or None: a
-        Linear layer's forward. The compiled kernels, once loaded, take one row (decoding) and
-        the products MKL takes (kernels/matmul.py `linear`); otherwise the product (`matmul`),
-        then the bias added to its rows."""
+        Linear layer's forward. The compiled kernels, once loaded, take one row (decoding:
+        kernels/matmul.py `linear`); otherwise the product (`matmul`, whose path choices hold
+        here too), then the bias added to its rows."""
         kernels = self.kernels(x, family="linear")
         if kernels is not None and weight.dtype == x.dtype and (bias is None
                                                                 or bias.dtype == x.dtype):

@@ -1,5 +1,5 @@
-"""The CPU backend's large 2-D products called from compiled code, its Linear forward (backend
-`linear`), and compiled twins of the two passes around tensorgrad/ops/matmul.py's linear GEMMs:
+"""The CPU backend's large 2-D products called from compiled code, its one-row Linear forward
+(backend `linear`), and compiled twins of the two passes around ops/matmul.py's linear GEMMs:
 the bias added to every row of the output, and the bias gradient, the column sums of the
 output's gradient. Both split their rows over the threads, where NumPy's add and the BLAS's
 matrix-vector product run on one (gpt_step and mlp_step at two threads)."""
@@ -77,19 +77,15 @@ def _one_row_linear(x, weight, bias, out):
 
 
 def linear(x, weight, bias):
-    """x @ weight.T + bias (bias may be None) for a 2-D x (N, in), weight (out, in) and bias
-    (out,) of one float dtype, or None where neither way below takes them:
-    - one row (decoding a token) and a row-major weight: compiled dot products, the bias added
-      in the same call, where the BLAS's matrix-vector product and a second pass for the bias
-      were the slower (generate_user);
-    - a product MKL takes: `gemm`, then the bias added to its rows (generate_nocache)."""
-    if x.shape[0] == 1 and x.flags.c_contiguous and weight.flags.c_contiguous:
-        out = numpy.empty((1, weight.shape[0]), x.dtype)
-        _one_row_linear(x, weight, bias, out)
-        return out
-    out = gemm(x, weight.T)
-    if out is not None and bias is not None:
-        add_to_rows_(out, bias)
+    """x @ weight.T + bias (bias may be None) for one row x (1, in) and a row-major weight (out,
+    in) of x's float dtype: compiled dot products, the bias added in the same call, where the
+    BLAS's matrix-vector product and a second pass for the bias were the slower (decoding a
+    token: generate_user). None for anything else: the backend's matmul then chooses the
+    product's path, and the bias loop follows."""
+    if x.shape[0] != 1 or not (x.flags.c_contiguous and weight.flags.c_contiguous):
+        return None
+    out = numpy.empty((1, weight.shape[0]), x.dtype)
+    _one_row_linear(x, weight, bias, out)
     return out
 
 
