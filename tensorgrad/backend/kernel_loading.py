@@ -30,10 +30,12 @@ import warnings
 
 import numpy
 
+from .per_thread import per_thread
+
 DTYPES = ("float32", "float64")  # the dtypes the kernels are written for
 EVERY = "*"  # the family of a caller that names none: every family's kernels
 _lock = threading.Lock()
-_here = threading.local()  # .warming: this thread is the warm-up's, which uses kernels at once
+_here = per_thread(warming=False)  # .warming: this thread is the warm-up's, which uses kernels at once
 _ready = set()  # (family, dtype) whose kernels are compiled (or loaded) in this process
 _asked = set()  # (family, dtype) handed to the warm-up thread
 _queue = []  # what the warm-up thread has still to do, in the order asked
@@ -86,7 +88,7 @@ def ready(arrays, family=EVERY):
             break
     else:
         return True
-    if key in _ready or getattr(_here, "warming", False):
+    if key in _ready or _here.warming:
         return True
     if _failed:
         raise _failed[0]
@@ -139,7 +141,7 @@ def warm_up(dtype, families=None, announce=False):
 
 def is_warming():
     """Whether this thread runs a warm-up (its kernels are used at once, compiling them)."""
-    return getattr(_here, "warming", False)
+    return _here.warming
 
 
 @contextlib.contextmanager

@@ -28,6 +28,7 @@ import threading
 import numpy
 
 from . import threads
+from .per_thread import per_thread
 
 # CBLAS's enum values, and MKL's for its layer switches (mkl_service.h).
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
@@ -38,7 +39,7 @@ _INT_MAX = 2**31 - 1  # MKL_INT is a C int in the LP64 interface we ask for
 # more than MKL saves (generate, gpt_step; the figures are in benchmarks/README.md).
 MIN_WORK = 2**20
 
-_local = threading.local()  # .threads: what this thread last asked of MKL (its count is per thread)
+_local = per_thread(threads=None)  # .threads: what this thread last asked of MKL (its count is per thread)
 
 _FLOAT32, _FLOAT64 = numpy.dtype("float32"), numpy.dtype("float64")
 _lib = ...  # the loaded library (a ctypes.CDLL), None when there is none; ... until first use
@@ -350,7 +351,7 @@ def _threads_for(compiled):
     break even, 2^22 take 0.69 of the one-thread time, gpt_step's 2^27 0.61 (two threads, with
     NumPy work between the products)."""
     wanted = 1 if compiled or threads.in_pool() else 0  # 0: the process-wide count
-    if getattr(_local, "threads", None) != wanted:
+    if _local.threads != wanted:
         _lib.MKL_Set_Num_Threads_Local(wanted)
         _local.threads = wanted
 

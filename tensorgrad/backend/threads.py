@@ -24,13 +24,14 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from . import kernel_loading
+from .per_thread import per_thread
 
 _lock = threading.Lock()
 _threads = None  # set by set_num_threads, else read from the environment on first use
 _set_by_user = False  # whether set_num_threads chose _threads (a library loaded later takes it)
 _pool = None  # (size, ThreadPoolExecutor), made on the first parallel map
 _controller = None  # threadpoolctl's handle on the BLAS libraries, made when first needed
-_here = threading.local()  # .pool: True on the pool's threads
+_here = per_thread(pool=False)  # .pool: True on the pool's threads
 _openblas_single = False  # set by openblas_on_one_thread: MKL takes the float products
 openblas_follows_mkl = False  # set by backend.tune_process: OpenBLAS to one thread once MKL loads
 
@@ -125,7 +126,7 @@ def libraries_changed():
 def in_pool():
     """Whether this thread is one of the pool's, whose work map_matrices has already split over
     the threads (a kernel called there runs on it alone)."""
-    return getattr(_here, "pool", False)
+    return _here.pool
 
 
 def _run(fn, i, arrays, warming):

@@ -154,3 +154,25 @@ def test_mkl_is_one_thread_in_the_pool_threads(restore_threads):
     assert inside == [1, 1]
     assert mkl_blas.matmul(a, a.T) is not None
     assert lib.MKL_Get_Max_Threads() == 2
+
+
+def test_per_thread_state_starts_at_its_defaults_on_every_thread():
+    """backend/per_thread.py: an attribute reads its default on a thread that has not set it,
+    and what one thread sets stays on that thread."""
+    import threading
+
+    from tensorgrad.backend.per_thread import per_thread
+
+    state = per_thread(pool=False, threads=None)
+    assert (state.pool, state.threads) == (False, None)
+    state.pool, state.threads = True, 2
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append((state.pool, state.threads)))
+    worker.start()
+    worker.join()
+    assert seen == [(False, None)]
+    assert (state.pool, state.threads) == (True, 2)
+    other = per_thread(pool=False)
+    assert other.pool is False  # each call makes its own state
+    with pytest.raises(AttributeError):
+        state.warming  # a name without a default is not there, as with threading.local

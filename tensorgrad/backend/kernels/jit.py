@@ -1,13 +1,13 @@
 """What every kernel module shares: the Numba decorators and array reshaping helpers."""
 import ctypes
 import os
-import threading
 import types
 
 import numba
 import numpy
 
 from .. import kernel_loading, mkl_blas, threads
+from ..per_thread import per_thread
 
 # error_model="numpy": x / 0 is inf or nan as in the array code, and without a zero check per
 # division the loops vectorise; "reassoc" lets sums vectorise too. cache=True: compiled code is
@@ -52,7 +52,7 @@ class threaded:
         return self.parallel(*args)
 
 
-_here = threading.local()  # .threads: the count last given to Numba, which keeps one a thread
+_here = per_thread(threads=None)  # .threads: the count last given to Numba, which keeps one a thread
 _forked = False
 _layer = None  # whether Numba's parallel loops run on OpenMP, found at the first threaded call
 
@@ -75,7 +75,7 @@ def _threads_here():
         # and Numba's would fight them for the cores (gpt_step at two threads)
         return 1
     count = min(threads.get_num_threads(), numba.config.NUMBA_NUM_THREADS)
-    if getattr(_here, "threads", None) != count:
+    if _here.threads != count:
         numba.set_num_threads(count)
         _here.threads = count
     return count
