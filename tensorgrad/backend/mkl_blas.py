@@ -44,6 +44,7 @@ _local = per_thread(threads=None)  # .threads: what this thread last asked of MK
 _FLOAT32, _FLOAT64 = numpy.dtype("float32"), numpy.dtype("float64")
 _lib = ...  # the loaded library (a ctypes.CDLL), None when there is none; ... until first use
 _loading = threading.Lock()
+_forked = False  # set in a forked child, whose MKL stays on one thread
 _gemm = {}  # dtype -> (cblas_?gemm, cblas_?gemm_batch_strided, ctypes scalar type)
 _on_gnu_openmp = False  # whether the library runs its threads on GNU OpenMP (set by _open)
 _grouped = {}  # dtype -> cblas_?gemm_batch (matrices at any addresses)
@@ -90,7 +91,7 @@ def _open():
         # GNU OpenMP's thread pool does not survive fork: a child's first threaded GEMM after
         # the parent ran one hangs. So a forked child (DataLoader workers, multiprocessing)
         # runs MKL on one thread, as PyTorch's DataLoader workers run torch.
-        os.register_at_fork(after_in_child=lambda lib=lib: lib.MKL_Set_Num_Threads(1))
+        os.register_at_fork(after_in_child=lambda lib=lib: _one_thread_after_fork(lib))
         return lib
     return None
 
@@ -341,6 +342,26 @@ def matmul(a, b):
     gemm_batch(_ROW_MAJOR, trans_a, trans_b, m, n, k, scalar(1.0), a.ctypes.data, lda, stride_a,
                b.ctypes.data, ldb, stride_b, scalar(0.0), out.ctypes.data, n, m * n, count)
     return out
+
+
+def _one_thread_after_fork(lib):
+    global _forked
+    _forked = True
+    lib.MKL_Set_Num_Threads(1)
+
+
+def count_changed(n):
+    """set_num_threads(n) was called: n becomes MKL's process-wide count, the one every thread's
+    products return to (`_threads_for`'s 0). threadpoolctl, which set_num_threads asks, sets
+    only the calling thread's own count (MKL_Set_Num_Threads_Local), which would leave the
+    other threads on the count MKL was loaded with, and `_local` out of date on this one. A
+    forked child stays on one thread (see `_open`)."""
+    if _lib is ... or _lib is None:
+        return
+    if not _forked:
+        _lib.MKL_Set_Num_Threads(n)
+    _lib.MKL_Set_Num_Threads_Local(0)
+    _local.threads = 0
 
 
 def _threads_for(compiled):

@@ -74,9 +74,11 @@ def set_num_threads(n):
         raise RuntimeError(f"set_num_threads: expected an int, got {type(n).__name__} {n!r}")
     if n < 1:
         raise RuntimeError(f"set_num_threads: expected a positive int, got {n}")
+    from . import mkl_blas  # it imports this module
     with _lock:
         _threads, _set_by_user = n, True
         _blas().limit(limits=_blas_limits(n), user_api=None)
+        mkl_blas.count_changed(n)
 
 
 def _blas_limits(n):

@@ -445,6 +445,30 @@ def test_fork_after_a_threaded_gemm():
 
 
 @needs_mkl
+def test_a_forked_child_that_sets_a_thread_count_keeps_mkl_on_one_thread():
+    """set_num_threads(2) in a forked child leaves its MKL on one thread (where GNU OpenMP would
+    hang), and its products finish."""
+    out = _run("""
+        import multiprocessing
+        import numpy as np
+        import tensorgrad as tg
+        from tensorgrad.backend import get_backend, mkl_blas
+
+        def product(seed):
+            tg.set_num_threads(2)
+            a = np.random.default_rng(seed).standard_normal((256, 256)).astype(np.float32)
+            error = float(np.abs(get_backend("cpu").matmul(a, a.T) - a @ a.T).max())
+            return error < 1e-3, mkl_blas.library().MKL_Get_Max_Threads()
+
+        if __name__ == "__main__":
+            product(0)
+            with multiprocessing.get_context("fork").Pool(2) as pool:
+                print(sorted(set(pool.map_async(product, range(4)).get(timeout=120))))
+    """, MKL_NUM_THREADS="2")
+    assert out.strip() == "[(True, 1)]"
+
+
+@needs_mkl
 @pytest.mark.parametrize("count", [1, 2])
 def test_a_thread_count_set_before_mkl_loads_reaches_it(count):
     """set_num_threads before the first float product (which loads MKL) still sets MKL's

@@ -176,3 +176,34 @@ def test_per_thread_state_starts_at_its_defaults_on_every_thread():
     assert other.pool is False  # each call makes its own state
     with pytest.raises(AttributeError):
         state.warming  # a name without a default is not there, as with threading.local
+
+
+def test_set_num_threads_is_the_count_every_thread_returns_to(restore_threads):
+    """After set_num_threads(n), a plain product runs MKL on n threads, on this thread after a
+    compiled loop's product put it on one, and on a thread started later."""
+    import threading
+
+    from tensorgrad.backend import mkl_blas
+    lib = mkl_blas.library()
+    if lib is None:
+        pytest.skip("MKL is not installed (pip install tensorgrad[mkl]) or TENSORGRAD_BLAS=numpy")
+    a = np.ones((256, 4096), np.float32)
+
+    def count_on_a_new_thread():
+        seen = []
+        worker = threading.Thread(target=lambda: seen.append(
+            (mkl_blas.matmul(a, a.T) is not None, lib.MKL_Get_Max_Threads())))
+        worker.start()
+        worker.join()
+        return seen[0]
+
+    # a count MKL does not hold now; MKL caps its process-wide count at the cores
+    n = 1 if count_on_a_new_thread()[1] > 1 else 2
+    if n > (os.cpu_count() or 1):
+        pytest.skip("one core: MKL's count cannot change")
+    tg.set_num_threads(n)
+    mkl_blas._threads_for(True)  # what a compiled loop's product does: this thread on one
+    assert lib.MKL_Get_Max_Threads() == 1
+    assert mkl_blas.matmul(a, a.T) is not None
+    assert lib.MKL_Get_Max_Threads() == n
+    assert count_on_a_new_thread() == (True, n)
