@@ -35,7 +35,7 @@ from .per_thread import per_thread
 DTYPES = ("float32", "float64")  # the dtypes the kernels are written for
 EVERY = "*"  # the family of a caller that names none: every family's kernels
 _lock = threading.Lock()
-_here = per_thread(warming=False)  # .warming: this thread is the warm-up's, which uses kernels at once
+_here = per_thread(warming=False)  # True on the warm-up's thread, which uses kernels at once
 _ready = set()  # (family, dtype) whose kernels are compiled (or loaded) in this process
 _asked = set()  # (family, dtype) handed to the warm-up thread
 _queue = []  # what the warm-up thread has still to do, in the order asked

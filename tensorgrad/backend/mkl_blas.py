@@ -39,7 +39,7 @@ _INT_MAX = 2**31 - 1  # MKL_INT is a C int in the LP64 interface we ask for
 # more than MKL saves (generate, gpt_step; the figures are in benchmarks/README.md).
 MIN_WORK = 2**20
 
-_local = per_thread(threads=None)  # .threads: what this thread last asked of MKL (its count is per thread)
+_local = per_thread(threads=None)  # what this thread last asked of MKL (its count is per thread)
 
 _FLOAT32, _FLOAT64 = numpy.dtype("float32"), numpy.dtype("float64")
 _lib = ...  # the loaded library (a ctypes.CDLL), None when there is none; ... until first use

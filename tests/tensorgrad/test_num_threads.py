@@ -175,7 +175,7 @@ def test_per_thread_state_starts_at_its_defaults_on_every_thread():
     other = per_thread(pool=False)
     assert other.pool is False  # each call makes its own state
     with pytest.raises(AttributeError):
-        state.warming  # a name without a default is not there, as with threading.local
+        _ = state.warming  # a name without a default is not there, as with threading.local
 
 
 def test_set_num_threads_is_the_count_every_thread_returns_to(restore_threads):

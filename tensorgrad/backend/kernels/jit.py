@@ -52,7 +52,7 @@ class threaded:
         return self.parallel(*args)
 
 
-_here = per_thread(threads=None)  # .threads: the count last given to Numba, which keeps one a thread
+_here = per_thread(threads=None)  # the count last given to Numba, which keeps one a thread
 _forked = False
 _layer = None  # whether Numba's parallel loops run on OpenMP, found at the first threaded call
 
