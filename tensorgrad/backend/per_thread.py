@@ -6,7 +6,8 @@ def per_thread(**defaults):
     """A threading.local whose attributes read `defaults` on a thread that has not set them.
 
     The default is a class attribute, so reading it is an ordinary attribute hit. The usual
-    getattr(local, name, default) raises and catches an AttributeError on such a thread, about
-    0.6 µs, and MKL's products and the threaded kernels ask at every call (generate_nocache).
+    getattr(local, name, default) raises and catches an AttributeError on such a thread, several
+    times slower, and MKL's products and the threaded kernels ask at every call
+    (benchmarks/README.md: generate_nocache).
     """
     return type("PerThread", (threading.local,), dict(defaults))()
