@@ -256,6 +256,32 @@ def test_starting_the_threads_leaves_torch_its_thread_count(threads):
     assert out == "1 1"
 
 
+@pytest.mark.parametrize("torch_first", [False, True])
+def test_starting_the_threads_leaves_nested_parallel_regions_off(torch_first):
+    """Numba's OpenMP layer turns nested regions on as it starts (omp_set_nested(1)): then each
+    of torch's attention threads called MKL on a team of its own, 50x slower on two cores
+    (benchmarks/profile_decode.py --threads 2 after tensorgrad's kernels)."""
+    if torch_first:
+        pytest.importorskip("torch")
+    out = _run(f"""
+        import ctypes
+        {"import torch" if torch_first else ""}
+        import tensorgrad as tg
+        from tensorgrad.backend.kernels import jit
+        try:
+            gomp = ctypes.CDLL("libgomp.so.1")
+        except OSError:
+            print("no libgomp")
+            raise SystemExit
+        before = (gomp.omp_get_nested(), gomp.omp_get_max_active_levels())
+        jit._on_openmp()
+        print(before == (gomp.omp_get_nested(), gomp.omp_get_max_active_levels()), before)
+    """, OMP_NUM_THREADS="2")
+    if out == "no libgomp":
+        pytest.skip("no GNU OpenMP runtime here: Numba has no OpenMP layer to start")
+    assert out.startswith("True"), out
+
+
 def test_split_kernels_called_from_two_threads_at_once(two_threads, monkeypatch):
     """Each calling thread leads its own OpenMP team (Numba's OpenMP layer is thread-safe, its
     default fallback layer is not: the kernels run only on OpenMP)."""

@@ -93,10 +93,13 @@ def _on_openmp():
             settings = _openmp_settings()
             _launch_threads()
             # Numba's OpenMP layer, starting, sets this thread's OpenMP thread count to every CPU
-            # (its own loops name their count), and the OpenMP runtime may be the one PyTorch
-            # or MKL reads: torch.get_num_threads() went from 1 to 2 beside tensorgrad. Put back.
-            for runtime, count in settings:
+            # (its own loops name their count) and turns nested parallel regions on, in the
+            # runtime PyTorch and MKL may read too: torch.get_num_threads() went from 1 to 2
+            # beside tensorgrad, and torch's attention, whose threads each call MKL, ran 50x
+            # slower on teams inside teams. Neither is needed here: put both back.
+            for runtime, count, levels in settings:
                 runtime.omp_set_num_threads(count)
+                runtime.omp_set_max_active_levels(levels)
             _layer = numba.threading_layer() == "omp"
         except (ImportError, ValueError):  # no layer loads (no libgomp, say): plain loops
             _layer = False
@@ -104,8 +107,8 @@ def _on_openmp():
 
 
 def _openmp_settings():
-    """(runtime, thread count) for this thread, for every GNU OpenMP runtime in the process
-    (PyTorch's wheel brings a copy under its own name), the system's loaded first."""
+    """(runtime, thread count, nested levels) for this thread, for every GNU OpenMP runtime in
+    the process (PyTorch's wheel brings a copy under its own name), the system's loaded first."""
     try:
         ctypes.CDLL("libgomp.so.1")
         with open("/proc/self/maps") as maps:
@@ -113,7 +116,8 @@ def _openmp_settings():
     except OSError:  # no libgomp (then no OpenMP layer either), or not Linux
         return []
     runtimes = [ctypes.CDLL(path) for path in sorted(paths)]  # loaded already: the same ones
-    return [(runtime, runtime.omp_get_max_threads()) for runtime in runtimes]
+    return [(runtime, runtime.omp_get_max_threads(), runtime.omp_get_max_active_levels())
+            for runtime in runtimes]
 
 
 def flat(a):
