@@ -200,8 +200,8 @@ def _marker(family, dtype):
     """The file that says a family was built: named after the family, the kernels' sources,
     Numba's version and the dtype, beside Numba's own cache (NUMBA_CACHE_DIR, else the kernels'
     __pycache__)."""
+    from . import kernels  # first: it sets up SciPy's BLAS for Numba before Numba starts
     import numba
-    from . import kernels
     folder = os.path.dirname(kernels.__file__)
     stamp = hashlib.sha1(numba.__version__.encode())
     for name in sorted(os.listdir(folder)):
