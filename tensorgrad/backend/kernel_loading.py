@@ -30,6 +30,7 @@ import warnings
 
 import numpy
 
+from . import numba_blas_check
 from .per_thread import per_thread
 
 DTYPES = ("float32", "float64")  # the dtypes the kernels are written for
@@ -66,7 +67,7 @@ def load():
     if mode() == "off":
         return None
     try:
-        from . import kernels
+        kernels = _import_kernels()
     except ImportError as exc:  # Numba is optional: pip install tensorgrad[fast]
         if exc.name != "numba":
             raise  # a broken kernel module is a bug to see, not a reason to run slower
@@ -200,7 +201,7 @@ def _marker(family, dtype):
     """The file that says a family was built: named after the family, the kernels' sources,
     Numba's version and the dtype, beside Numba's own cache (NUMBA_CACHE_DIR, else the kernels'
     __pycache__)."""
-    from . import kernels  # first: it sets up SciPy's BLAS for Numba before Numba starts
+    kernels = _import_kernels()
     import numba
     folder = os.path.dirname(kernels.__file__)
     stamp = hashlib.sha1(numba.__version__.encode())
@@ -211,6 +212,12 @@ def _marker(family, dtype):
     cache = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(folder, "__pycache__")
     os.makedirs(cache, exist_ok=True)
     return os.path.join(cache, f"tensorgrad-warm-{family}-{dtype}-{stamp.hexdigest()[:16]}")
+
+
+def _import_kernels():
+    numba_blas_check.load()  # before Numba starts: without it, Numba imports all of scipy.linalg
+    from . import kernels
+    return kernels
 
 
 @atexit.register

@@ -18,10 +18,6 @@ its reference, test_kernels.py and test_attention_loops.py the kernels and loops
 test_threaded_kernels.py the split loops against the plain ones. Only float32 and float64 arrays
 are handled (`supports`, supports.py).
 """
-from .. import numba_blas_check
-
-numba_blas_check.load()  # before Numba starts: a tenth of a second or more of its start
-
 from .activation import (gelu_erf, gelu_erf_backward, gelu_tanh, gelu_tanh_backward,  # noqa: F401
                          relu, relu_backward)
 from .attention import (exp_shifted_, hide_future_, online_step_, softmax_rows,  # noqa: F401
