@@ -1,7 +1,7 @@
 """tensorgrad and torch in one process, their calls taking turns: a steadier ratio than run.py's.
 
     python benchmarks/interleaved.py                    # gpt_step, mlp_step, generate (B=1, B=8)
-    python benchmarks/interleaved.py --only generate_user,generate_nocache   # one thread only
+    python benchmarks/interleaved.py --only generate_user,generate_nocache --threads 2
     python benchmarks/interleaved.py --only gpt_step --pairs 50
     python benchmarks/interleaved.py --only attention --pairs 10 --threads 2   # T=4096
 
@@ -14,9 +14,12 @@ is over within a second, so a drift slows both alike; the figure is the median o
 ratios, with its quartiles. What this gives up: the frameworks share the process (its caches, its
 allocator policy, the libraries loaded), which is how neither runs for a user. run.py stays the
 measurement of record; this one says whether a ratio that run.py scatters around 1 is above or
-below it. At more than one thread the two frameworks' OpenMP thread pools also share the cores,
-and one's spinning threads can slow the other many times over (generate_nocache at two threads:
-torch took 20 times its one-thread time here): read the decoding rows at one thread only.
+below it. At more than one thread the two frameworks share one GNU OpenMP runtime. Numba's
+OpenMP layer turned nested parallel regions on in it as it started, and torch's decoding then took
+20 times its one-thread time here, until tensorgrad put that setting back
+(tests/tensorgrad/test_threaded_kernels.py). torch's GEMM calls, in a process where tensorgrad
+loaded the mkl wheel first, were seen in a debugger running in that wheel's library, not in
+torch's own copy of MKL: another way in which one process is not how either runs.
 """
 import argparse
 import importlib.util
