@@ -2,12 +2,12 @@
 
 When Numba loads its first cached kernel it imports its lowering registries, and one of them
 checks that a BLAS is there for `np.dot` by importing `scipy.linalg.cython_blas`. As a
-submodule that import first runs all of `scipy.linalg`, which is most of the warm first step's
-start (the cold_start row). The check needs only the one extension, and Numba's C code finds it
-in sys.modules by name. So before Numba starts, `load()` loads that extension by itself, and a
-finder hands it to `scipy.linalg` as its `cython_blas` attribute when that package is imported
-later, as the import system would have: users' `scipy.linalg` and their own Numba `np.dot` see
-no difference.
+submodule that import first runs all of `scipy.linalg`: a tenth of a second or more of a warm
+first step (the cold_start row). The check needs only the one extension, and Numba's C code
+finds it in sys.modules by name. So before Numba starts, `load()` loads that extension by
+itself, and a finder hands it to `scipy.linalg` as its `cython_blas` attribute when that package
+is imported later, as the import system would have: users' `scipy.linalg` and their own Numba
+`np.dot` see no difference.
 """
 import importlib.machinery
 import importlib.util
@@ -41,23 +41,25 @@ def load():
 
 
 class _GiveToParent:
-    """A finder for `scipy.linalg` alone: the package's own spec, with a loader that gives it the
-    early extension as its attribute; then it steps aside."""
+    """A finder for `scipy.linalg` alone, once: the package's own spec, as the finders after this
+    one find it, with a loader that gives it the early extension as its attribute. Afterwards it
+    answers None to every import (it stays in sys.meta_path: taking it out of the list while
+    another thread's import walks the list would make that import skip a finder)."""
 
     def __init__(self, module):
         self.module = module
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != PARENT:
+        if fullname != PARENT or self.module is None:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        child, self.module = self.module, None
+        spec = importlib.util.find_spec(fullname)  # the other finders' answer, this one now inert
         if spec is not None:
-            spec.loader = _SetChildAfter(spec.loader, self.module)
+            spec.loader = _SetChildFirst(spec.loader, child)
         return spec
 
 
-class _SetChildAfter:
+class _SetChildFirst:
     """The package's loader, which puts the package's own loader back in its spec and sets the
     child attribute before the package runs (as its first cimport of the extension would: the
     package's `__all__` names it)."""
