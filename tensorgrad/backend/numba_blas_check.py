@@ -2,8 +2,8 @@
 
 When Numba loads its first cached kernel it imports its lowering registries, and one of them
 checks that a BLAS is there for `np.dot` by importing `scipy.linalg.cython_blas`. As a
-submodule that import first runs all of `scipy.linalg`: a tenth of a second or more of a warm
-first step (the cold_start row). The check needs only the one extension, and Numba's C code
+submodule that import first runs all of `scipy.linalg`, a large part of a warm first step
+(the cold_start row). The check needs only the one extension, and Numba's C code
 finds it in sys.modules by name. So before Numba starts, `load()` loads that extension by
 itself, and a finder hands it to `scipy.linalg` as its `cython_blas` attribute when that package
 is imported later, as the import system would have: users' `scipy.linalg` and their own Numba

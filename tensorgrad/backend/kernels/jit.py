@@ -95,8 +95,9 @@ def _on_openmp():
             # Numba's OpenMP layer, starting, sets this thread's OpenMP thread count to every CPU
             # (its own loops name their count) and turns nested parallel regions on, in the
             # runtime PyTorch and MKL may read too: torch.get_num_threads() went from 1 to 2
-            # beside tensorgrad, and torch's attention, whose threads each call MKL, ran 50x
-            # slower on teams inside teams. Neither is needed here: put both back.
+            # beside tensorgrad, and torch's attention, whose threads each call MKL, ran on
+            # teams inside teams (benchmarks/README.md: profile_decode at two threads). Neither
+            # is needed here: put both back.
             for runtime, count, levels in settings:
                 runtime.omp_set_num_threads(count)
                 runtime.omp_set_max_active_levels(levels)
