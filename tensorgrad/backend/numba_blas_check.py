@@ -1,8 +1,9 @@
 """Numba's BLAS check, without importing all of scipy.linalg.
 
-When Numba loads its first cached kernel it imports its lowering registries, and one of them
+When Numba compiles its first function it imports its lowering registries (Numba's own disk
+cache does so at each load too; the kernels' does not: kernels/jit.py), and one of them
 checks that a BLAS is there for `np.dot` by importing `scipy.linalg.cython_blas`. As a
-submodule that import first runs all of `scipy.linalg`, a large part of a warm first step
+submodule that import first runs all of `scipy.linalg`, a large part of a first step
 (the cold_start row). The check needs only the one extension, and Numba's C code
 finds it in sys.modules by name. So before Numba starts, `load()` loads that extension by
 itself, and a finder hands it to `scipy.linalg` as its `cython_blas` attribute when that package

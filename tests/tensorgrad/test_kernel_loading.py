@@ -2,6 +2,7 @@
 thread compiles its family of kernels (with a message), then the kernels take over; on a warm one
 they run at once; only the families a run asks for are built; TENSORGRAD_NUMBA=wait and =0; a
 broken kernel module is an error."""
+import json
 import os
 import subprocess
 import sys
@@ -147,3 +148,46 @@ def test_the_warmup_command_builds_the_kernels_and_its_help_runs_nothing():
         assert "no compiled kernels to build" in done.stdout
     else:
         assert "compiling CPU kernels for float32 ... done" in done.stdout
+
+
+LOAD_FROM_THE_CACHE = """
+import json, sys
+import numba
+import numpy as np
+import tensorgrad
+from numba.core.dispatcher import Dispatcher
+from tensorgrad.backend import kernels
+from tensorgrad.nn import functional as F
+x = np.random.default_rng(0).standard_normal((64, 1024)).astype(np.float32)
+y = F.layer_norm(tensorgrad.tensor(x), (1024,)).numpy()
+expected = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+seen = {"close": bool(np.abs(y - expected).max() < 1e-4),
+        "registries": "numba.np.linalg" in sys.modules}
+modules = [m for name, m in sys.modules.items() if name.startswith(kernels.__name__ + ".")]
+compiled = [kernel for module in modules for value in vars(module).values()
+            for kernel in (value, getattr(value, "serial", None), getattr(value, "parallel", None))
+            if isinstance(kernel, Dispatcher)]
+seen["loaded"] = sum(sum(kernel.stats.cache_hits.values()) for kernel in compiled)
+seen["compiled"] = sum(sum(kernel.stats.cache_misses.values()) for kernel in compiled)
+@numba.njit
+def dot(a):
+    return np.dot(a, a)
+seen["a new function compiles"] = float(dot(np.arange(3.0)))
+print(json.dumps(seen))
+"""
+
+
+def test_a_cached_kernel_loads_without_numbas_compiler_registries():
+    # they serve compiling (a third of a warm first step: cold_start), which still works after
+    if kernel_loading.mode() == "off":
+        pytest.skip("TENSORGRAD_NUMBA=0: no kernels to load")
+    pytest.importorskip("scipy", reason="scipy is not installed: Numba has no np.dot")
+    env = {**os.environ, "TENSORGRAD_NUMBA": "wait"}
+    runs = [subprocess.run([sys.executable, "-c", LOAD_FROM_THE_CACHE], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=600) for _ in "12"]
+    assert all(run.returncode == 0 for run in runs), runs[-1].stderr[-2000:]
+    first, second = (json.loads(run.stdout.splitlines()[-1]) for run in runs)
+    assert first["close"] and first["a new function compiles"] == 5.0  # compiled, or loaded
+    assert second == {"close": True, "registries": False, "loaded": second["loaded"],
+                      "compiled": 0, "a new function compiles": 5.0}
+    assert second["loaded"] > 0

@@ -20,7 +20,7 @@ import numpy as np
 from tensorgrad.backend import kernel_loading
 kernel_loading.load()
 from numba.core.registry import cpu_target
-cpu_target.target_context.refresh()  # what Numba does at the first cached kernel's load
+cpu_target.target_context.refresh()  # what Numba does at its first compilation
 seen = {"linalg before": "scipy.linalg" in sys.modules,
         "early extension": "scipy.linalg.cython_blas" in sys.modules}
 import numba

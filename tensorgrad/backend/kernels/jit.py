@@ -5,15 +5,39 @@ import types
 
 import numba
 import numpy
+from numba.core.caching import FunctionCache
+from numba.core.runtime import rtsys
 
 from .. import kernel_loading, mkl_blas, threads
 from ..per_thread import per_thread
 
 # error_model="numpy": x / 0 is inf or nan as in the array code, and without a zero check per
-# division the loops vectorise; "reassoc" lets sums vectorise too. cache=True: compiled code is
-# kept on disk, so only the first process on a machine pays the compilation.
-_OPTIONS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
-jit = numba.njit(**_OPTIONS)
+# division the loops vectorise; "reassoc" lets sums vectorise too.
+_OPTIONS = dict(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
+
+
+class _DiskCache(FunctionCache):
+    """Numba's disk cache for one kernel, loading a compiled kernel without first importing and
+    installing every typing and lowering registry, as Numba's own does at each load: they serve
+    compilation, which refreshes them itself. What compiled code calls at run time is there
+    already (the runtime it allocates through, started here; parallel loops' threads, started
+    by the cached code's own reload step). A warm first step spends less on what it never uses
+    (benchmarks/README.md: cold_start, warm cache)."""
+
+    def load_overload(self, sig, target_context):
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+
+
+def jit(fn, **options):
+    """fn compiled by Numba with the kernels' options. Its compiled code is kept on disk (what
+    Numba's cache=True does, with _DiskCache), so only a machine's first process compiles it."""
+    kernel = numba.njit(**_OPTIONS, **options)(fn)
+    kernel._cache = _DiskCache(kernel.py_func)
+    return kernel
+
+
 DTYPES = tuple(numpy.dtype(name) for name in kernel_loading.DTYPES)
 
 # Below this many elements a threaded kernel runs on the calling thread alone: PyTorch's grain
@@ -43,7 +67,7 @@ class threaded:
         twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
                                   fn.__closure__)
         twin.__qualname__ = fn.__qualname__ + "_threaded"
-        self.parallel = numba.njit(parallel=True, **_OPTIONS)(twin)
+        self.parallel = jit(twin, parallel=True)
         self.__doc__, self.__name__ = fn.__doc__, fn.__name__
 
     def __call__(self, *args):
