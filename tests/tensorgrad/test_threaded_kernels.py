@@ -20,6 +20,7 @@ from tensorgrad.backend.kernels import optim  # noqa: E402
 from tensorgrad.backend.kernels import whole_attention  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GRAIN = jit.GRAIN  # two_threads sets it to 0
 
 
 def _run(code, **env):
@@ -199,6 +200,21 @@ def test_whole_attention_loops_split_give_the_same_values(shape, two_threads, mo
                          [whole_attention._forward_loop, whole_attention._backward_loop])
     for a, b in zip(split, plain):  # each matrix made alike, on whichever thread
         _same_to_ulps(a, b)
+
+
+@pytest.mark.parametrize("shape, splits", [((1, 4, 64, 32), True), ((1, 4, 8, 32), False)])
+def test_whole_attention_splits_by_its_products_not_by_the_size_of_q(shape, splits, two_threads,
+                                                                     monkeypatch):
+    # (1, 4, 64, 32): q has fewer than GRAIN elements, Q K^T 4 * 64 * 64 * 32 multiply-adds
+    if mkl_blas.gemm_function(np.dtype(np.float32)) is None:
+        pytest.skip("MKL is not installed (pip install tensorgrad[mkl]) or TENSORGRAD_BLAS=numpy")
+    monkeypatch.setattr(jit, "GRAIN", GRAIN)
+    q, k, v = (np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+               for _ in range(3))
+    assert q.size < GRAIN
+    ran = _counting_splits([whole_attention._forward_loop], monkeypatch)
+    kernels.whole_forward(q, k, v, True, 0.3)
+    assert ran == ({"_forward_loop"} if splits else set())
 
 
 def test_one_thread_and_the_pool_threads_run_the_plain_loop(two_threads):

@@ -53,11 +53,12 @@ class threaded:
     OpenMP, the runtime MKL runs on in this process, so that one pool of threads, awake between a
     step's kernels and products, serves both), and as a plain loop, where prange is range. A
     call runs the plain loop (compiled at its first use) when the first argument has fewer than
-    GRAIN elements, on one thread, on the pool's threads (threads.map_matrices, which already
-    splits the work), in a forked child (GNU OpenMP does not survive fork: Numba ends a child's
-    first parallel loop), without MKL on GNU OpenMP (other threads then run the products) and
-    when Numba's threading layer is not OpenMP. Compiled loops call
-    `.serial`: the loop around them is what gets split.
+    GRAIN elements (or the call's `work`, where it names one, is under GRAIN: attention's
+    products), on one thread, on the pool's threads (threads.map_matrices, which already splits
+    the work), in a forked child (GNU OpenMP does not survive fork: Numba ends a child's first
+    parallel loop), without MKL on GNU OpenMP (other threads then run the products) and when
+    Numba's threading layer is not OpenMP. Compiled loops call `.serial`: the loop around them
+    is what gets split.
     """
 
     def __init__(self, fn):
@@ -70,8 +71,8 @@ class threaded:
         self.parallel = jit(twin, parallel=True)
         self.__doc__, self.__name__ = fn.__doc__, fn.__name__
 
-    def __call__(self, *args):
-        if args[0].size < GRAIN or _threads_here() == 1:
+    def __call__(self, *args, work=None):
+        if (args[0].size if work is None else work) < GRAIN or _threads_here() == 1:
             return self.serial(*args)
         return self.parallel(*args)
 

@@ -72,7 +72,7 @@ def whole_forward(q, k, v, causal, scale):
     out = numpy.empty(batch + (tq, v.shape[-1]), q.dtype)
     p = numpy.empty(batch + (tq, tk), q.dtype)
     _forward_loop(*_four_dims(q, k, v), causal, q.dtype.type(scale), *_four_dims(out, p),
-                  _NO_SCORE_REMOVED[q.dtype], gemm)
+                  _NO_SCORE_REMOVED[q.dtype], gemm, work=_work(p, q))
     return out, p
 
 
@@ -87,8 +87,16 @@ def whole_backward(q, k, v, g, o, p, scale, needs_q, needs_k, needs_v):
     grads = [numpy.empty(x.shape, x.dtype) if needed else None
              for x, needed in ((q, needs_q), (k, needs_k), (v, needs_v))]
     _backward_loop(*_four_dims(q, k, v, g, o, p), q.dtype.type(scale),
-                   *(none if d is None else _four_dims(d)[0] for d in grads), gemm)
+                   *(none if d is None else _four_dims(d)[0] for d in grads), gemm,
+                   work=_work(p, q))
     return tuple(grads)
+
+
+def _work(p, q):
+    """What decides whether the threads split the matrices: Q K^T's multiply-adds, where q's
+    size alone would keep a sequence of a few hundred positions on one thread (generate_nocache
+    at two threads)."""
+    return p.size * q.shape[-1]
 
 
 def _gemm_for(q, *arrays):
