@@ -169,12 +169,13 @@ class NumpyBackend:
 
     def linear(self, x, weight, bias=None):
         """x @ weight.T + bias for a 2-D x (N, in), weight (out, in) and bias (out,) or None: a
-        Linear layer's forward. The compiled kernels, once loaded, take one row (decoding:
-        kernels/matmul.py `linear`); otherwise the product (`matmul`, whose path choices hold
-        here too), then the bias added to its rows."""
+        Linear layer's forward. The compiled kernels, once loaded, take one row (decoding) and
+        a bias with MKL's product (kernels/matmul.py `linear`), except where `matmul` turns the
+        product round; otherwise the product (`matmul`), then the bias added to its rows."""
         kernels = self.kernels(x, family="linear")
-        if kernels is not None and weight.dtype == x.dtype and (bias is None
-                                                                or bias.dtype == x.dtype):
+        if (kernels is not None and weight.dtype == x.dtype
+                and (bias is None or bias.dtype == x.dtype)
+                and not (x.shape[0] >= _FEW_ROWS[0] and _turns_round(x, weight.T))):
             out = kernels.linear(x, weight, bias)
             if out is not None:
                 return out

@@ -414,21 +414,26 @@ for threads in (1, 2):  # the plain loops, then every call split (the threaded t
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_a_linear_layer_runs_the_compiled_forward_where_it_takes_the_arrays(dtype, monkeypatch):
-    """kernels.linear takes one row with a row-major weight (the compiled dot products) and
-    leaves the rest to the backend's matmul and its path choices (None); what a Linear layer
+    """kernels.linear takes one row with a row-major weight (the compiled dot products), and
+    more rows with a bias where MKL takes the product (the bias, then the GEMM adding to it); it
+    leaves the rest to the backend's matmul and its path choices (None). What a Linear layer
     gives is the same either way."""
-    from tensorgrad.backend import kernels
+    from tensorgrad.backend import kernels, mkl_blas
     rng = np.random.default_rng(4)
-    for rows, k, n, taken in ((1, 128, 384, True), (1, 7, 5, True), (4, 64, 96, False),
-                              (64, 128, 256, False)):
-        x = rng.standard_normal((rows, k)).astype(dtype)
+    mkl = mkl_blas.library() is not None
+    for rows, k, n, order, taken in ((1, 128, 384, "C", True), (1, 7, 5, "C", True),
+                                     (4, 64, 96, "C", False), (64, 128, 256, "C", mkl),
+                                     (64, 128, 256, "F", mkl)):
+        x = np.asarray(rng.standard_normal((rows, k)).astype(dtype), order=order)
         weight = rng.standard_normal((n, k)).astype(dtype)
         bias = rng.standard_normal(n).astype(dtype)
         out = kernels.linear(x, weight, bias)
-        assert (out is not None) == taken, (rows, k, n)
+        assert (out is not None) == taken, (rows, k, n, order)
         if taken:
             np.testing.assert_allclose(out, x @ weight.T + bias, rtol=1e-5, atol=1e-5)
             assert out.dtype == dtype and out.flags.c_contiguous
+        if rows > 1:  # without a bias there is no pass to save: the backend's product
+            assert kernels.linear(x, weight, None) is None
     one = rng.standard_normal((1, 32)).astype(dtype)
     assert kernels.linear(one, rng.standard_normal((32, 8)).astype(dtype).T, None) is None
     lin = tg.nn.Linear(32, 24, dtype=tg.float32 if dtype == np.float32 else tg.float64)

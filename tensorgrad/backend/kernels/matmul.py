@@ -1,8 +1,9 @@
-"""The CPU backend's large 2-D products called from compiled code, its one-row Linear forward
-(backend `linear`), and compiled twins of the two passes around ops/matmul.py's linear GEMMs:
-the bias added to every row of the output, and the bias gradient, the column sums of the
-output's gradient. Both split their rows over the threads, where NumPy's add and the BLAS's
-matrix-vector product run on one (gpt_step and mlp_step at two threads)."""
+"""The CPU backend's large 2-D products called from compiled code, its Linear forward (backend
+`linear`: one row, or the bias and MKL's GEMM in one call), and compiled twins of the two
+passes around ops/matmul.py's linear GEMMs: the bias added to every row of the output, and the
+bias gradient, the column sums of the output's gradient. Both split their rows over the
+threads, where NumPy's add and the BLAS's matrix-vector product run on one (gpt_step and
+mlp_step at two threads)."""
 import numpy
 from numba import prange
 
@@ -76,16 +77,42 @@ def _one_row_linear(x, weight, bias, out):
             out[0, j] += bias[j]
 
 
+@jit
+def _linear_call(gemm, trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, out):
+    # out starts as the bias in every row and the GEMM adds the product to it (beta = 1), as
+    # PyTorch's addmm does: no pass over the output of its own for the bias
+    for r in range(m):
+        for j in range(n):
+            out[r, j] = bias[j]
+    gemm(_ROW_MAJOR, trans_a, trans_b, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 1.0,
+         out.ctypes.data, n)
+
+
 def linear(x, weight, bias):
-    """x @ weight.T + bias (bias may be None) for one row x (1, in) and a row-major weight (out,
-    in) of x's float dtype: compiled dot products, the bias added in the same call, where the
-    BLAS's matrix-vector product and a second pass for the bias were the slower (decoding a
-    token: generate_user). None for anything else: the backend's matmul then chooses the
-    product's path, and the bias loop follows."""
-    if x.shape[0] != 1 or not (x.flags.c_contiguous and weight.flags.c_contiguous):
+    """x @ weight.T + bias (bias may be None) for a 2-D x (N, in) and a weight (out, in) of x's
+    float dtype, or None: the backend's matmul then chooses the product's path, and the bias
+    loop follows.
+
+    One row, with a row-major weight: compiled dot products, the bias added in the same call,
+    where the BLAS's matrix-vector product and a second pass for the bias were the slower
+    (decoding a token: generate_user). More rows, with a bias and a product MKL takes: the bias
+    and MKL's GEMM in one compiled call (generate_nocache at two threads)."""
+    if x.shape[0] == 1:
+        if not (x.flags.c_contiguous and weight.flags.c_contiguous):
+            return None
+        out = numpy.empty((1, weight.shape[0]), x.dtype)
+        _one_row_linear(x, weight, bias, out)
+        return out
+    if bias is None or not bias.flags.c_contiguous:
         return None
-    out = numpy.empty((1, weight.shape[0]), x.dtype)
-    _one_row_linear(x, weight, bias, out)
+    plan = mkl_blas.gemm_2d(x, weight.T)
+    a_in, b_in = _c_contiguous(x), _c_contiguous(weight.T)
+    if plan is None or a_in is None or b_in is None:
+        return None
+    routine, trans_a, lda, trans_b, ldb = plan
+    (m, k), n = x.shape, weight.shape[0]
+    out = numpy.empty((m, n), x.dtype)
+    _linear_call(routine, trans_a, trans_b, m, n, k, a_in, lda, b_in, ldb, bias, out)
     return out
 
 
