@@ -30,11 +30,17 @@ class _DiskCache(FunctionCache):
             return self._load_overload(sig, target_context)
 
 
+# the two steps of Numba's own load that _DiskCache keeps (without them, as in a Numba that
+# renamed them, Numba's own cache serves)
+_CACHE = _DiskCache if all(hasattr(FunctionCache, name) for name in (
+    "_load_overload", "_guard_against_spurious_io_errors")) else FunctionCache
+
+
 def jit(fn, **options):
     """fn compiled by Numba with the kernels' options. Its compiled code is kept on disk (what
     Numba's cache=True does, with _DiskCache), so only a machine's first process compiles it."""
     kernel = numba.njit(**_OPTIONS, **options)(fn)
-    kernel._cache = _DiskCache(kernel.py_func)
+    kernel._cache = _CACHE(kernel.py_func)
     return kernel
 
 
