@@ -175,7 +175,7 @@ class NumpyBackend:
         kernels = self.kernels(x, family="linear")
         if (kernels is not None and weight.dtype == x.dtype
                 and (bias is None or bias.dtype == x.dtype)
-                and not (x.shape[0] >= _FEW_ROWS[0] and _turns_round(x, weight.T))):
+                and not _turns_round(x, weight.T)):
             out = kernels.linear(x, weight, bias)
             if out is not None:
                 return out

@@ -105,8 +105,9 @@ def linear(x, weight, bias):
         return out
     if bias is None or not bias.flags.c_contiguous:
         return None
-    plan = mkl_blas.gemm_2d(x, weight.T)
-    a_in, b_in = _c_contiguous(x), _c_contiguous(weight.T)
+    w_t = weight.T
+    plan = mkl_blas.gemm_2d(x, w_t)
+    a_in, b_in = _c_contiguous(x), _c_contiguous(w_t)
     if plan is None or a_in is None or b_in is None:
         return None
     routine, trans_a, lda, trans_b, ldb = plan
