@@ -38,6 +38,9 @@ _INT_MAX = 2**31 - 1  # MKL_INT is a C int in the LP64 interface we ask for
 # Products with fewer multiply-adds stay on NumPy: below it the ctypes call and its checks cost
 # more than MKL saves (generate, gpt_step; the figures are in benchmarks/README.md).
 MIN_WORK = 2**20
+# A Linear layer's product with its bias, one compiled call without ctypes' conversions
+# (kernels/matmul.py `linear`), gains from MKL from half as many (generate_nocache).
+MIN_WORK_LINEAR = 2**19
 
 _local = per_thread(threads=None)  # what this thread last asked of MKL (its count is per thread)
 
@@ -48,6 +51,7 @@ _forked = False  # set in a forked child, whose MKL stays on one thread
 _gemm = {}  # dtype -> (cblas_?gemm, cblas_?gemm_batch_strided, ctypes scalar type)
 _on_gnu_openmp = False  # whether the library runs its threads on GNU OpenMP (set by _open)
 _grouped = {}  # dtype -> cblas_?gemm_batch (matrices at any addresses)
+_addresses_of = {}  # dtype -> cblas_?gemm's address, for compiled callers
 
 
 def _candidates():
@@ -123,6 +127,7 @@ def _bind(lib):
         grouped.argtypes = [i, p, p, p, p, p, p, p, p, p, p, p, p, p, i, p]
         grouped.restype = None
         _gemm[dtype] = (gemm, batch, scalar)
+        _addresses_of[dtype] = ctypes.cast(gemm, ctypes.c_void_p).value
         _grouped[dtype] = grouped
 
 
@@ -230,17 +235,17 @@ def _batch_stride(batch, shape, strides, itemsize):
     return stride if stride * max(step - 1, 0) <= _INT_MAX else None
 
 
-def _takes(a, b):
+def _takes(a, b, min_work=None):
     """Whether MKL takes the product a @ b of two arrays of two or more dims, whatever their
-    layouts: enough work, NumPy arrays of one float dtype whose inner sizes match, sizes that fit
-    MKL_INT, and the library loaded."""
+    layouts: enough work (min_work multiply-adds, by default MIN_WORK), NumPy arrays of one
+    float dtype whose inner sizes match, sizes that fit MKL_INT, and the library loaded."""
     if a.ndim < 2 or b.ndim < 2:
         return False
     m, n = a.shape[-2], b.shape[-1]
     # Small products leave first, cheaply (decoding runs many: generate). The larger of the two
     # is the count of multiply-adds, batch * m * n * k, with either operand's batch; 0 when one
     # is empty.
-    if max(a.size * n, b.size * m) < MIN_WORK:
+    if max(a.size * n, b.size * m) < (MIN_WORK if min_work is None else min_work):
         return False
     k = a.shape[-1]
     dtype = a.dtype
@@ -250,17 +255,18 @@ def _takes(a, b):
                 or library() is None)
 
 
-def gemm_2d(a, b):
-    """How `matmul` calls MKL for the 2-D product a @ b: (cblas_?gemm as a ctypes function,
-    trans_a, lda, trans_b, ldb), with this thread's MKL thread count set for it; None where it
-    would not call MKL. Compiled code makes the same call with them (kernels/matmul.py `gemm`)."""
-    if a.ndim != 2 or b.ndim != 2 or not _takes(a, b):
+def gemm_2d(a, b, min_work=None):
+    """How `matmul` calls MKL for the 2-D product a @ b: (cblas_?gemm's address, trans_a, lda,
+    trans_b, ldb), with this thread's MKL thread count set for it; None where it would not call
+    MKL (fewer than min_work multiply-adds, by default MIN_WORK, among the reasons). Compiled
+    code makes the same call with them (kernels/matmul.py `gemm` and `linear`)."""
+    if a.ndim != 2 or b.ndim != 2 or not _takes(a, b, min_work):
         return None
     layouts = _layouts(a, b)
     if layouts is None:
         return None
     _threads_for(False)
-    return (_gemm[a.dtype][0],) + layouts[0] + layouts[1]
+    return (_addresses_of[a.dtype],) + layouts[0] + layouts[1]
 
 
 def _layouts(a, b):
@@ -289,9 +295,9 @@ def matmul(a, b):
         plan = gemm_2d(a, b)
         if plan is None:
             return None
-        gemm, trans_a, lda, trans_b, ldb = plan
+        _, trans_a, lda, trans_b, ldb = plan
         (m, k), n = a.shape, b.shape[1]
-        scalar = _gemm[a.dtype][2]
+        gemm, _, scalar = _gemm[a.dtype]
         out = numpy.empty((m, n), a.dtype)
         gemm(_ROW_MAJOR, trans_a, trans_b, m, n, k, scalar(1.0), a.ctypes.data, lda,
              b.ctypes.data, ldb, scalar(0.0), out.ctypes.data, n)
@@ -399,20 +405,21 @@ def _offsets(batch, shape, strides):
     return offsets
 
 
-def gemm_function(dtype):
-    """MKL's cblas_?gemm for a float dtype, as the ctypes function compiled code calls
-    (kernels/tiled_attention.py: Numba calls it without ctypes' per-call conversions), or None
-    when there is no MKL or no such routine."""
+def gemm_address(dtype):
+    """The address of MKL's cblas_?gemm for a float dtype, which compiled code calls
+    (kernels/blas.py: without ctypes' per-call conversions), with this thread's MKL on one
+    thread (the loop around the products is what the threads split), or None when there is no
+    MKL or no such routine."""
     if library() is None or dtype not in _gemm:
         return None
     _threads_for(True)
-    return _gemm[dtype][0]
+    return _addresses_of[dtype]
 
 
 def takes_row_major(a):
     """Whether the BLAS reads the matrices of `a` (its last two dims; a 2-D array is one) in
     place as row-major matrices (no transpose flag, the row stride as leading dimension), by
-    `_matrix`'s rules: what compiled callers of gemm_function check before they pass an array's
+    `_matrix`'s rules: what compiled callers of gemm_address check before they pass an array's
     address. Read from the shape and strides, no matrix taken out (attention: 3 arrays a call)."""
     shape, strides = a.shape[-2:], a.strides[-2:]
     return (a.flags.aligned

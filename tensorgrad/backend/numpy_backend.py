@@ -38,13 +38,16 @@ _ROW_MAJOR_X_T = (8, 256)
 _FLOAT32 = numpy.dtype("float32")
 
 
-def _turns_round(a, b):
-    """Whether a (rows, k) @ (k, n) float32 product with a transposed b runs faster turned round."""
+def _turns_round(a, b, min_work=None):
+    """Whether a (rows, k) @ (k, n) float32 product with a transposed b runs faster turned round,
+    where MKL takes products from min_work multiply-adds (by default mkl_blas.MIN_WORK)."""
     rows = a.shape[0]
     if not (_FEW_ROWS[0] <= rows <= _FEW_ROWS[1] and b.dtype == _FLOAT32 and b.strides[0] == 4
             and b.shape[1] > 1):
         return False
-    if mkl_blas.library() is None or rows * a.shape[1] * b.shape[1] < mkl_blas.MIN_WORK:
+    if min_work is None:
+        min_work = mkl_blas.MIN_WORK
+    if mkl_blas.library() is None or rows * a.shape[1] * b.shape[1] < min_work:
         return True  # OpenBLAS computes it
     # MKL's own few-row product is faster, except for a large weight from 16 rows
     return rows >= _FEW_ROWS_MKL and b.size >= _LARGE_WEIGHT_MKL
@@ -175,7 +178,7 @@ class NumpyBackend:
         kernels = self.kernels(x, family="linear")
         if (kernels is not None and weight.dtype == x.dtype
                 and (bias is None or bias.dtype == x.dtype)
-                and not _turns_round(x, weight.T)):
+                and not _turns_round(x, weight.T, mkl_blas.MIN_WORK_LINEAR)):
             out = kernels.linear(x, weight, bias)
             if out is not None:
                 return out

@@ -59,7 +59,7 @@ def test_compiled_whole_path_matches_the_array_code(case, mask, wanted, causal, 
     """Forward and VJP, compiled, against the array code; with a bool mask the forward is the
     array code's and the VJP, which reads only P, still runs compiled (a query that sees no key
     included)."""
-    if mkl_blas.gemm_function(np.dtype(dtype)) is None:
+    if mkl_blas.gemm_address(np.dtype(dtype)) is None:
         pytest.skip("no MKL: the compiled loops call its GEMM (pip install tensorgrad[mkl])")
     rng = np.random.default_rng(11)
     arrays = _inputs(case, dtype, rng)
@@ -104,7 +104,7 @@ def test_compiled_whole_path_steps_aside_for_what_it_does_not_take(monkeypatch):
         is None
     if mkl_blas.library() is not None:  # and what it does take, with MKL's GEMM to call
         assert whole.whole_forward(q, q, q, True, 0.5) is not None
-    monkeypatch.setattr(mkl_blas, "gemm_function", lambda dtype: None)
+    monkeypatch.setattr(mkl_blas, "gemm_address", lambda dtype: None)
     assert whole.whole_forward(q, q, q, True, 0.5) is None
     assert whole.whole_backward(q, q, q, q, q, q[..., :6], 0.5, True, True, True) is None
 
@@ -128,7 +128,7 @@ def test_the_output_is_c_contiguous_as_in_torch():
     """torch's CPU attention returns a C-contiguous (B, H, T, E) output (strides are observable:
     is_contiguous, stride); the compiled loop's does too. Laid out (B, T, H, E) underneath, the
     heads' merge would be a view, 1% of gpt_step, but the strides would differ from torch's."""
-    if mkl_blas.gemm_function(np.dtype(np.float32)) is None:
+    if mkl_blas.gemm_address(np.dtype(np.float32)) is None:
         pytest.skip("no MKL: the compiled loops call its GEMM (pip install tensorgrad[mkl])")
     q = tg.randn(2, 3, 5, 4)
     out = tg.scaled_dot_product_attention(q, q, q, is_causal=True)
@@ -145,7 +145,7 @@ def test_compiled_tiled_loops_match_the_array_loop(case, causal, dtype, monkeypa
     """The tiled path's whole block loops, compiled (kernels/tiled_attention.py, calling MKL),
     against the same loop in array code, at sizes past one default tile: several row blocks,
     key blocks cut at the causal diagonal, and transposed views read in place."""
-    if mkl_blas.gemm_function(np.dtype(dtype)) is None:
+    if mkl_blas.gemm_address(np.dtype(dtype)) is None:
         pytest.skip("no MKL: the compiled loops call its GEMM (pip install tensorgrad[mkl])")
     rng = np.random.default_rng(3)
     tq, tk = {"square": (600, 600), "more keys": (520, 900), "more queries": (900, 530),
@@ -191,7 +191,7 @@ def test_compiled_tiled_loops_step_aside_for_what_the_blas_cannot_read(monkeypat
     for bad in (every_other, overlapping):
         assert not tiled_attention.tiled_forward_(bad, q, q, True, 1.0, out, lse, 256, 512)
     assert not out.any() and not lse.any()
-    monkeypatch.setattr(mkl_blas, "gemm_function", lambda dtype: None)
+    monkeypatch.setattr(mkl_blas, "gemm_address", lambda dtype: None)
     assert not tiled_attention.tiled_forward_(q, q, q, True, 1.0, out, lse, 256, 512)
     assert not tiled_attention.tiled_backward_(q, q, q, q, q, lse, True, 1.0, None, None, out,
                                                256, 512)

@@ -159,7 +159,7 @@ def test_cpu_matmul_routes_each_product(monkeypatch):
     backend = backends.get_backend("cpu")
     asked, gemms = [], []  # the first operand's shape of each call to MKL / to the GEMM
     # every MKL 2-D product is planned here, from ctypes (mkl_blas.matmul) or compiled code
-    monkeypatch.setattr(mkl_blas, "gemm_2d", lambda a, b: asked.append(a.shape) and None)
+    monkeypatch.setattr(mkl_blas, "gemm_2d", lambda a, b, *work: asked.append(a.shape) and None)
     real_gemm = numpy_backend.NumpyBackend._gemm
     monkeypatch.setattr(numpy_backend.NumpyBackend, "_gemm", lambda self, a, b: gemms.append(
         (a.shape, b.flags.c_contiguous)) or real_gemm(self, a, b))

@@ -383,7 +383,7 @@ def test_products_run_on_the_process_count_and_compiled_loops_on_one_thread():
         a = np.ones((128, 128), np.float32)
         assert (mkl_blas.matmul(a, a) == 128).all()  # 2^21 multiply-adds
         print(lib.MKL_Get_Max_Threads())
-        mkl_blas.gemm_function(a.dtype)
+        mkl_blas.gemm_address(a.dtype)
         print(lib.MKL_Get_Max_Threads())
         assert (mkl_blas.matmul(a, a) == 128).all()
         print(lib.MKL_Get_Max_Threads())

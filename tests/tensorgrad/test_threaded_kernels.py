@@ -187,7 +187,7 @@ def test_softmax_kernels_split_give_the_same_values(causal, two_threads, monkeyp
 
 @pytest.mark.parametrize("shape", [(3, 5, 16, 8), (7, 32, 16)])
 def test_whole_attention_loops_split_give_the_same_values(shape, two_threads, monkeypatch):
-    if mkl_blas.gemm_function(np.dtype(np.float32)) is None:
+    if mkl_blas.gemm_address(np.dtype(np.float32)) is None:
         pytest.skip("MKL is not installed (pip install tensorgrad[mkl]) or TENSORGRAD_BLAS=numpy")
     rng = np.random.default_rng(3)
     q, k, v, g = (rng.standard_normal(shape).astype(np.float32) for _ in range(4))
@@ -206,7 +206,7 @@ def test_whole_attention_loops_split_give_the_same_values(shape, two_threads, mo
 def test_whole_attention_splits_by_its_products_not_by_the_size_of_q(shape, splits, two_threads,
                                                                      monkeypatch):
     # (1, 4, 64, 32): q has fewer than GRAIN elements, Q K^T 4 * 64 * 64 * 32 multiply-adds
-    if mkl_blas.gemm_function(np.dtype(np.float32)) is None:
+    if mkl_blas.gemm_address(np.dtype(np.float32)) is None:
         pytest.skip("MKL is not installed (pip install tensorgrad[mkl]) or TENSORGRAD_BLAS=numpy")
     monkeypatch.setattr(jit, "GRAIN", GRAIN)
     q, k, v = (np.random.default_rng(4).standard_normal(shape).astype(np.float32)

@@ -9,16 +9,14 @@ from numba import prange
 
 from .. import mkl_blas, threads
 from ..overrides import override
+from . import blas
 from .jit import jit, rows_of, threaded
 from .supports import floats_over_grain
-
-_ROW_MAJOR = 101  # CBLAS's enum value
 
 
 @jit
 def _gemm_call(gemm, trans_a, trans_b, m, n, k, a, lda, b, ldb, out):
-    gemm(_ROW_MAJOR, trans_a, trans_b, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 0.0,
-         out.ctypes.data, n)
+    blas.gemm(gemm, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, 0.0, out, n)
 
 
 def gemm(a, b):
@@ -26,20 +24,29 @@ def gemm(a, b):
     but called from compiled code, without ctypes' conversion of 14 arguments and
     three array addresses at every call (benchmarks/: generate_nocache, mlp_step); None where
     MKL does not take it (the backend then runs NumPy's)."""
-    plan = mkl_blas.gemm_2d(a, b)
-    if plan is None:
+    planned = mkl_blas.gemm_2d(a, b)
+    if planned is None:
         return None
-    # Each array goes in for its address only, as a C-contiguous array (a column-major one as
-    # its transpose, which starts at the same address): one compiled variant per dtype. Rows
-    # further apart than their length (a slice) take the ctypes call.
+    plan = _plan(a, b, planned)
+    if plan is None:
+        return mkl_blas.matmul(a, b)
+    out = numpy.empty((a.shape[0], b.shape[1]), a.dtype)
+    _gemm_call(*plan, out)
+    return out
+
+
+def _plan(a, b, planned):
+    """The arguments of compiled code's MKL call for the 2-D product a @ b whose layouts
+    mkl_blas.gemm_2d planned, up to the output: (gemm's address, trans_a, trans_b, m, n, k, a,
+    lda, b, ldb), or None where an operand is not contiguous. Each array goes in for its address
+    only, as a C-contiguous array (a column-major one as its transpose, which starts at the
+    same address): one compiled variant per dtype. Rows further apart than their length (a
+    slice) take mkl_blas's ctypes call."""
     a_in, b_in = _c_contiguous(a), _c_contiguous(b)
     if a_in is None or b_in is None:
-        return mkl_blas.matmul(a, b)
-    routine, trans_a, lda, trans_b, ldb = plan
-    (m, k), n = a.shape, b.shape[1]
-    out = numpy.empty((m, n), a.dtype)
-    _gemm_call(routine, trans_a, trans_b, m, n, k, a_in, lda, b_in, ldb, out)
-    return out
+        return None
+    address, trans_a, lda, trans_b, ldb = planned
+    return address, trans_a, trans_b, a.shape[0], b.shape[1], a.shape[1], a_in, lda, b_in, ldb
 
 
 def _c_contiguous(a):
@@ -84,8 +91,7 @@ def _linear_call(gemm, trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, out):
     for r in range(m):
         for j in range(n):
             out[r, j] = bias[j]
-    gemm(_ROW_MAJOR, trans_a, trans_b, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 1.0,
-         out.ctypes.data, n)
+    blas.gemm(gemm, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, 1.0, out, n)
 
 
 def linear(x, weight, bias):
@@ -106,14 +112,12 @@ def linear(x, weight, bias):
     if bias is None or not bias.flags.c_contiguous:
         return None
     w_t = weight.T
-    plan = mkl_blas.gemm_2d(x, w_t)
-    a_in, b_in = _c_contiguous(x), _c_contiguous(w_t)
-    if plan is None or a_in is None or b_in is None:
+    planned = mkl_blas.gemm_2d(x, w_t, mkl_blas.MIN_WORK_LINEAR)
+    plan = None if planned is None else _plan(x, w_t, planned)
+    if plan is None:
         return None
-    routine, trans_a, lda, trans_b, ldb = plan
-    (m, k), n = x.shape, weight.shape[0]
-    out = numpy.empty((m, n), x.dtype)
-    _linear_call(routine, trans_a, trans_b, m, n, k, a_in, lda, b_in, ldb, bias, out)
+    out = numpy.empty((x.shape[0], weight.shape[0]), x.dtype)
+    _linear_call(*plan, bias, out)
     return out
 
 

@@ -8,7 +8,7 @@ without the lock: its products are the same MKL calls made from compiled code, b
 same online-softmax kernels (attention.py), so the results match the array code's
 (tests/tensorgrad/test_attention_loops.py; benchmarks/: attention T=4096, 1 and 2 threads).
 
-Both take the BLAS's cblas_?gemm as a ctypes function (mkl_blas.gemm_function) and arrays the
+Both take the address of the BLAS's cblas_?gemm (mkl_blas.gemm_address) and arrays the
 BLAS reads in place as row-major matrices (mkl_blas.takes_row_major); the wrappers say False
 otherwise and the caller runs the array code.
 """
@@ -18,6 +18,7 @@ import numpy
 
 from .. import mkl_blas
 from ..overrides import override
+from . import blas
 from .attention import (_exp_shifted_loop, _hide_future_loop, _online_step_loop, _row_dots_loop,
                         _softmax_backward_loop)
 from .jit import jit
@@ -25,18 +26,18 @@ from .supports import floats
 
 _softmax_backward = _softmax_backward_loop.serial  # a block's: the pool splits the matrices
 
-_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+_NO_TRANS, _TRANS = 111, 112  # CBLAS's enum values
 
 
 @jit
 def _product(gemm, a, transpose_a, b, transpose_b, out, beta):
-    """out = A @ B + beta * out through the BLAS, A = a.T if transpose_a else a (B likewise):
-    2-D arrays with unit column strides, read in place."""
+    """out = A @ B + beta * out through the BLAS's GEMM at address `gemm`, A = a.T if
+    transpose_a else a (B likewise): 2-D arrays with unit column strides, read in place."""
     m, n = out.shape
     inner = a.shape[0] if transpose_a else a.shape[1]
-    gemm(_ROW_MAJOR, _TRANS if transpose_a else _NO_TRANS, _TRANS if transpose_b else _NO_TRANS,
-         m, n, inner, 1.0, a.ctypes.data, a.strides[0] // a.itemsize, b.ctypes.data,
-         b.strides[0] // b.itemsize, beta, out.ctypes.data, out.strides[0] // out.itemsize)
+    blas.gemm(gemm, _TRANS if transpose_a else _NO_TRANS, _TRANS if transpose_b else _NO_TRANS,
+              m, n, inner, 1.0, a, a.strides[0] // a.itemsize, b, b.strides[0] // b.itemsize,
+              beta, out, out.strides[0] // out.itemsize)
 
 
 @jit
@@ -127,7 +128,7 @@ def tiled_forward_(q, k, v, causal, scale, out, lse, tile, key_tile):
     """The tiled forward of one matrix, q (Tq, E), k (Tk, E), v (Tk, Ev), written into out
     (Tq, Ev) and the rows' log-sum-exps lse (Tq, 1): True, or False (nothing written) when the
     BLAS or the arrays' layout rule it out."""
-    gemm = mkl_blas.gemm_function(q.dtype)
+    gemm = mkl_blas.gemm_address(q.dtype)
     if gemm is None or not all(map(mkl_blas.takes_row_major, (q, k, v, out, lse))):
         return False
     _forward_loop(gemm, q, k, v, causal, q.dtype.type(scale), out, lse, tile, key_tile,
@@ -139,7 +140,7 @@ def tiled_backward_(q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, key_til
     """The tiled VJP of one matrix: dO g and the forward's output o (Tq, Ev) and lse (Tq, 1) in,
     dQ / scale, dK, dV added into dq, dk, dv (None: not wanted). True, or False (nothing
     written) as tiled_forward_."""
-    gemm = mkl_blas.gemm_function(q.dtype)
+    gemm = mkl_blas.gemm_address(q.dtype)
     none = numpy.empty((0, 1), q.dtype)  # stands for a gradient not wanted (size 0)
     dq, dk, dv = (none if d is None else d for d in (dq, dk, dv))
     if gemm is None or not all(map(mkl_blas.takes_row_major, (q, k, v, g, o, lse, dq, dk, dv))):

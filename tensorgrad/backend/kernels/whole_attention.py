@@ -100,9 +100,9 @@ def _work(p, q):
 
 
 def _gemm_for(q, *arrays):
-    """MKL's gemm for these arrays, or None: they need one dtype, q's batch shape (one or two
-    dims), aligned memory, and matrices the BLAS reads in place."""
-    gemm = mkl_blas.gemm_function(q.dtype)
+    """The address of MKL's gemm for these arrays, or None: they need one dtype, q's batch shape
+    (one or two dims), aligned memory, and matrices the BLAS reads in place."""
+    gemm = mkl_blas.gemm_address(q.dtype)
     if gemm is None or q.ndim not in (3, 4):
         return None
     for a in (q,) + arrays:
