@@ -5,10 +5,10 @@ attention.py <-> ops/attention.py, loss.py <-> ops/loss.py, matmul.py <-> ops/ma
 optim.py <-> ops/optim_step.py and inplace.py's add_) and makes one pass over memory where the
 reference makes several (one NumPy call per arithmetic step, each writing a temporary).
 tiled_attention.py and whole_attention.py are twins of whole loops, ops/attention.py's tiled and
-whole-matrix paths, whose products they make themselves through MKL (blas.py: its GEMM called by address);
-matmul.py's `gemm` makes the backend's large 2-D products that way too. The kernels marked
-`@threaded` (jit.py) split their outer loop over the CPU threads (tensorgrad.get_num_threads),
-as PyTorch's CPU kernels do.
+whole-matrix paths, whose products they make themselves through MKL (blas.py: its GEMM called
+by address); matmul.py's `gemm` makes the backend's large 2-D products that way too. The
+kernels marked `@threaded` (jit.py) split their outer loop over the CPU threads
+(tensorgrad.get_num_threads), as PyTorch's CPU kernels do.
 
 The NumPy backend loads this package (registering the overrides) through
 `backend.kernels(*arrays)` when Numba is installed (`pip install tensorgrad[fast]`) and
