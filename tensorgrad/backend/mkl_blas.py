@@ -260,13 +260,20 @@ def gemm_2d(a, b, min_work=None):
     trans_b, ldb), with this thread's MKL thread count set for it; None where it would not call
     MKL (fewer than min_work multiply-adds, by default MIN_WORK, among the reasons). Compiled
     code makes the same call with them (kernels/matmul.py `gemm` and `linear`)."""
-    if a.ndim != 2 or b.ndim != 2 or not _takes(a, b, min_work):
+    if a.ndim != 2 or b.ndim != 2:
+        return None
+    # _takes' rules for two matrices, read once each: every Linear layer asks (generate_nocache)
+    (m, k), (inner, n) = a.shape, b.shape
+    work, dtype = m * n * k, a.dtype
+    if (work < (MIN_WORK if min_work is None else min_work) or not work or inner != k
+            or b.dtype != dtype or type(a) is not numpy.ndarray or type(b) is not numpy.ndarray
+            or max(m, n, k) > _INT_MAX or library() is None or dtype not in _addresses_of):
         return None
     layouts = _layouts(a, b)
     if layouts is None:
         return None
     _threads_for(False)
-    return (_addresses_of[a.dtype],) + layouts[0] + layouts[1]
+    return (_addresses_of[dtype],) + layouts[0] + layouts[1]
 
 
 def _layouts(a, b):
