@@ -235,17 +235,17 @@ def _batch_stride(batch, shape, strides, itemsize):
     return stride if stride * max(step - 1, 0) <= _INT_MAX else None
 
 
-def _takes(a, b, min_work=None):
+def _takes(a, b):
     """Whether MKL takes the product a @ b of two arrays of two or more dims, whatever their
-    layouts: enough work (min_work multiply-adds, by default MIN_WORK), NumPy arrays of one
-    float dtype whose inner sizes match, sizes that fit MKL_INT, and the library loaded."""
+    layouts: enough work, NumPy arrays of one float dtype whose inner sizes match, sizes that fit
+    MKL_INT, and the library loaded."""
     if a.ndim < 2 or b.ndim < 2:
         return False
     m, n = a.shape[-2], b.shape[-1]
     # Small products leave first, cheaply (decoding runs many: generate). The larger of the two
     # is the count of multiply-adds, batch * m * n * k, with either operand's batch; 0 when one
     # is empty.
-    if max(a.size * n, b.size * m) < (MIN_WORK if min_work is None else min_work):
+    if max(a.size * n, b.size * m) < MIN_WORK:
         return False
     k = a.shape[-1]
     dtype = a.dtype
@@ -255,18 +255,17 @@ def _takes(a, b, min_work=None):
                 or library() is None)
 
 
-def gemm_2d(a, b, min_work=None):
+def gemm_2d(a, b):
     """How `matmul` calls MKL for the 2-D product a @ b: (cblas_?gemm's address, trans_a, lda,
     trans_b, ldb), with this thread's MKL thread count set for it; None where it would not call
-    MKL (fewer than min_work multiply-adds, by default MIN_WORK, among the reasons). Compiled
-    code makes the same call with them (kernels/matmul.py `gemm` and `linear`)."""
+    MKL. Compiled code makes the same call with them (kernels/matmul.py `gemm`)."""
     if a.ndim != 2 or b.ndim != 2:
         return None
-    # _takes' rules for two matrices, read once each: every Linear layer asks (generate_nocache)
+    # _takes' rules for two matrices, each read once: every 2-D product MKL makes asks
     (m, k), (inner, n) = a.shape, b.shape
     work, dtype = m * n * k, a.dtype
-    if (work < (MIN_WORK if min_work is None else min_work) or not work or inner != k
-            or b.dtype != dtype or type(a) is not numpy.ndarray or type(b) is not numpy.ndarray
+    if (work < MIN_WORK or not work or inner != k or b.dtype != dtype
+            or type(a) is not numpy.ndarray or type(b) is not numpy.ndarray
             or max(m, n, k) > _INT_MAX or library() is None or dtype not in _addresses_of):
         return None
     layouts = _layouts(a, b)
@@ -421,6 +420,24 @@ def gemm_address(dtype):
         return None
     _threads_for(True)
     return _addresses_of[dtype]
+
+
+def linear_address(x, weight):
+    """The address of MKL's cblas_?gemm for x @ weight.T made from compiled code with x's rows
+    and weight's read in place (kernels/matmul.py `linear`), with this thread's MKL thread
+    count set for it, as `matmul` sets it; None where MKL does not take it: 2-D row-major
+    aligned float arrays of one dtype, sizes that fit MKL_INT, and MIN_WORK_LINEAR
+    multiply-adds or more."""
+    (m, k), (n, inner) = x.shape, weight.shape
+    flags_x, flags_w = x.flags, weight.flags
+    if (m * k * n < MIN_WORK_LINEAR or inner != k or weight.dtype != x.dtype
+            or type(x) is not numpy.ndarray or type(weight) is not numpy.ndarray
+            or not (flags_x.c_contiguous and flags_w.c_contiguous and flags_x.aligned
+                    and flags_w.aligned)
+            or max(m, n, k) > _INT_MAX or library() is None or x.dtype not in _addresses_of):
+        return None
+    _threads_for(False)
+    return _addresses_of[x.dtype]
 
 
 def takes_row_major(a):

@@ -415,16 +415,17 @@ for threads in (1, 2):  # the plain loops, then every call split (the threaded t
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_a_linear_layer_runs_the_compiled_forward_where_it_takes_the_arrays(dtype, monkeypatch):
     """kernels.linear takes one row with a row-major weight (the compiled dot products), and
-    more rows with a bias where MKL takes the product (the bias, then the GEMM adding to it),
-    from MIN_WORK_LINEAR multiply-adds; it leaves the rest to the backend's matmul and its path
-    choices (None). What a Linear layer gives is the same either way."""
+    more row-major rows with a bias where MKL takes the product (the bias, then the GEMM adding
+    to it), from MIN_WORK_LINEAR multiply-adds; it leaves the rest (a column-major x, say) to
+    the backend's matmul and its path choices (None). What a Linear layer gives is the same
+    either way."""
     from tensorgrad.backend import kernels, mkl_blas
     rng = np.random.default_rng(4)
     mkl = mkl_blas.library() is not None
     assert 16 * 128 * 128 < mkl_blas.MIN_WORK_LINEAR <= 48 * 128 * 128 < mkl_blas.MIN_WORK
     for rows, k, n, order, taken in ((1, 128, 384, "C", True), (1, 7, 5, "C", True),
                                      (4, 64, 96, "C", False), (64, 128, 256, "C", mkl),
-                                     (64, 128, 256, "F", mkl), (16, 128, 128, "C", False),
+                                     (64, 128, 256, "F", False), (16, 128, 128, "C", False),
                                      (48, 128, 128, "C", mkl)):
         x = np.asarray(rng.standard_normal((rows, k)).astype(dtype), order=order)
         weight = rng.standard_normal((n, k)).astype(dtype)

@@ -13,6 +13,8 @@ from . import blas
 from .jit import jit, rows_of, threaded
 from .supports import floats_over_grain
 
+_NO_TRANS, _TRANS = 111, 112  # CBLAS's enum values
+
 
 @jit
 def _gemm_call(gemm, trans_a, trans_b, m, n, k, a, lda, b, ldb, out):
@@ -27,26 +29,17 @@ def gemm(a, b):
     planned = mkl_blas.gemm_2d(a, b)
     if planned is None:
         return None
-    plan = _plan(a, b, planned)
-    if plan is None:
-        return mkl_blas.matmul(a, b)
-    out = numpy.empty((a.shape[0], b.shape[1]), a.dtype)
-    _gemm_call(*plan, out)
-    return out
-
-
-def _plan(a, b, planned):
-    """The arguments of compiled code's MKL call for the 2-D product a @ b whose layouts
-    mkl_blas.gemm_2d planned, up to the output: (gemm's address, trans_a, trans_b, m, n, k, a,
-    lda, b, ldb), or None where an operand is not contiguous. Each array goes in for its address
-    only, as a C-contiguous array (a column-major one as its transpose, which starts at the
-    same address): one compiled variant per dtype. Rows further apart than their length (a
-    slice) take mkl_blas's ctypes call."""
+    # Each array goes in for its address only, as a C-contiguous array (a column-major one as
+    # its transpose, which starts at the same address): one compiled variant per dtype. Rows
+    # further apart than their length (a slice) take the ctypes call.
     a_in, b_in = _c_contiguous(a), _c_contiguous(b)
     if a_in is None or b_in is None:
-        return None
+        return mkl_blas.matmul(a, b)
     address, trans_a, lda, trans_b, ldb = planned
-    return address, trans_a, trans_b, a.shape[0], b.shape[1], a.shape[1], a_in, lda, b_in, ldb
+    (m, k), n = a.shape, b.shape[1]
+    out = numpy.empty((m, n), a.dtype)
+    _gemm_call(address, trans_a, trans_b, m, n, k, a_in, lda, b_in, ldb, out)
+    return out
 
 
 def _c_contiguous(a):
@@ -85,13 +78,17 @@ def _one_row_linear(x, weight, bias, out):
 
 
 @jit
-def _linear_call(gemm, trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, out):
-    # out starts as the bias in every row and the GEMM adds the product to it (beta = 1), as
-    # PyTorch's addmm does: no pass over the output of its own for the bias
+def _linear_rows(gemm, x, weight, bias):
+    # the output starts as the bias in every row and the GEMM adds x weight^T to it (beta = 1),
+    # as PyTorch's addmm does: no pass over the output of its own for the bias
+    m, k = x.shape
+    n = weight.shape[0]
+    out = numpy.empty((m, n), x.dtype)
     for r in range(m):
         for j in range(n):
             out[r, j] = bias[j]
-    blas.gemm(gemm, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, 1.0, out, n)
+    blas.gemm(gemm, _NO_TRANS, _TRANS, m, n, k, 1.0, x, k, weight, k, 1.0, out, n)
+    return out
 
 
 def linear(x, weight, bias):
@@ -101,8 +98,9 @@ def linear(x, weight, bias):
 
     One row, with a row-major weight: compiled dot products, the bias added in the same call,
     where the BLAS's matrix-vector product and a second pass for the bias were the slower
-    (decoding a token: generate_user). More rows, with a bias and a product MKL takes: the bias
-    and MKL's GEMM in one compiled call (generate_nocache at two threads)."""
+    (decoding a token: generate_user). More rows, row-major, with a bias, where MKL takes the
+    product (mkl_blas.linear_address): the bias and MKL's GEMM in one compiled call, which
+    makes its output too (generate_nocache at two threads)."""
     if x.shape[0] == 1:
         if not (x.flags.c_contiguous and weight.flags.c_contiguous):
             return None
@@ -111,14 +109,8 @@ def linear(x, weight, bias):
         return out
     if bias is None or not bias.flags.c_contiguous:
         return None
-    w_t = weight.T
-    planned = mkl_blas.gemm_2d(x, w_t, mkl_blas.MIN_WORK_LINEAR)
-    plan = None if planned is None else _plan(x, w_t, planned)
-    if plan is None:
-        return None
-    out = numpy.empty((x.shape[0], weight.shape[0]), x.dtype)
-    _linear_call(*plan, bias, out)
-    return out
+    address = mkl_blas.linear_address(x, weight)
+    return None if address is None else _linear_rows(address, x, weight, bias)
 
 
 @threaded
