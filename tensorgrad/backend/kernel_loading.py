@@ -20,6 +20,7 @@ how fast a compilation went). `python -m tensorgrad.warmup` compiles every famil
 """
 import atexit
 import contextlib
+import gc
 import hashlib
 import importlib.util
 import os
@@ -216,8 +217,25 @@ def _marker(family, dtype):
 
 def _import_kernels():
     numba_blas_check.load()  # before Numba starts: without it, Numba imports all of scipy.linalg
-    from . import kernels
+    with collector_paused():
+        from . import kernels
     return kernels
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector off for a while (unless it was off already): Numba's
+    import and each kernel's load from the cache make some 10^5 objects that live as long as
+    the process, and the collector's passes over them as they were made were 60 ms of a warm
+    first step (benchmarks/README.md: cold_start)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 @atexit.register

@@ -190,3 +190,21 @@ def test_a_cached_kernel_loads_without_numbas_compiler_registries():
     assert second == {"close": True, "registries": False, "loaded": second["loaded"],
                       "compiled": 0, "a new function compiles": 5.0}
     assert second["loaded"] > 0
+
+
+def test_the_collector_pauses_for_a_load_and_is_left_as_the_user_set_it():
+    """collector_paused turns Python's garbage collector off inside and back on after, even
+    when the load fails; a collector the user switched off stays off."""
+    import gc
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), kernel_loading.collector_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("a load that fails")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with kernel_loading.collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -26,7 +26,7 @@ class _DiskCache(FunctionCache):
 
     def load_overload(self, sig, target_context):
         rtsys.initialize(target_context)
-        with self._guard_against_spurious_io_errors():
+        with self._guard_against_spurious_io_errors(), kernel_loading.collector_paused():
             return self._load_overload(sig, target_context)
 
 
