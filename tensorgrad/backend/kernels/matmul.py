@@ -78,17 +78,15 @@ def _one_row_linear(x, weight, bias, out):
 
 
 @jit
-def _linear_rows(gemm, x, weight, bias):
-    # the output starts as the bias in every row and the GEMM adds x weight^T to it (beta = 1),
-    # as PyTorch's addmm does: no pass over the output of its own for the bias
+def _linear_rows(gemm, x, weight, bias, out):
+    # out starts as the bias in every row and the GEMM adds x weight^T to it (beta = 1), as
+    # PyTorch's addmm does: no pass over the output of its own for the bias
     m, k = x.shape
     n = weight.shape[0]
-    out = numpy.empty((m, n), x.dtype)
     for r in range(m):
         for j in range(n):
             out[r, j] = bias[j]
     blas.gemm(gemm, _NO_TRANS, _TRANS, m, n, k, 1.0, x, k, weight, k, 1.0, out, n)
-    return out
 
 
 def linear(x, weight, bias):
@@ -99,8 +97,8 @@ def linear(x, weight, bias):
     One row, with a row-major weight: compiled dot products, the bias added in the same call,
     where the BLAS's matrix-vector product and a second pass for the bias were the slower
     (decoding a token: generate_user). More rows, row-major, with a bias, where MKL takes the
-    product (mkl_blas.linear_address): the bias and MKL's GEMM in one compiled call, which
-    makes its output too (generate_nocache at two threads)."""
+    product (mkl_blas.linear_address): the bias and MKL's GEMM in one compiled call
+    (generate_nocache at two threads)."""
     if x.shape[0] == 1:
         if not (x.flags.c_contiguous and weight.flags.c_contiguous):
             return None
@@ -110,7 +108,11 @@ def linear(x, weight, bias):
     if bias is None or not bias.flags.c_contiguous:
         return None
     address = mkl_blas.linear_address(x, weight)
-    return None if address is None else _linear_rows(address, x, weight, bias)
+    if address is None:
+        return None
+    out = numpy.empty((x.shape[0], weight.shape[0]), x.dtype)
+    _linear_rows(address, x, weight, bias, out)
+    return out
 
 
 @threaded
