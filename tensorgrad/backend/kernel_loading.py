@@ -225,9 +225,9 @@ def _import_kernels():
 @contextlib.contextmanager
 def collector_paused():
     """Python's cyclic garbage collector off for a while (unless it was off already): Numba's
-    import and each kernel's load from the cache make some 10^5 objects that live as long as
-    the process, and the collector's passes over them as they were made were 60 ms of a warm
-    first step (benchmarks/README.md: cold_start)."""
+    import and each kernel's load from the cache make many objects that live as long as the
+    process, and the collector's passes over them as they are made slow a warm first step
+    (cold_start)."""
     if not gc.isenabled():
         yield
         return

@@ -1,8 +1,8 @@
 """The BLAS's GEMM called from compiled code by its address (mkl_blas.gemm_address).
 
 Numba can call a ctypes function handed to a kernel, but it converts the function object at
-every call (about 4 µs: generate_nocache's Linear layers and attention calls), and a kernel
-that holds one as a global cannot be kept in the disk cache (the address is the process's own).
+every call (generate_nocache: its Linear layers and attention calls), and a kernel that holds
+one as a global cannot be kept in the disk cache (the address is the process's own).
 An address is a plain integer argument: `gemm` turns it into a function pointer in the compiled
 code itself, with CBLAS's prototype.
 """

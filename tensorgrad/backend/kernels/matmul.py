@@ -110,6 +110,8 @@ def linear(x, weight, bias):
     address = mkl_blas.linear_address(x, weight)
     if address is None:
         return None
+    # made here: a compiled function returning an array it made loads far slower from the
+    # cache at a process's first call (cold_start)
     out = numpy.empty((x.shape[0], weight.shape[0]), x.dtype)
     _linear_rows(address, x, weight, bias, out)
     return out
