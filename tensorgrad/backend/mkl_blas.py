@@ -261,18 +261,23 @@ def gemm_2d(a, b):
     MKL. Compiled code makes the same call with them (kernels/matmul.py `gemm`)."""
     if a.ndim != 2 or b.ndim != 2:
         return None
-    # _takes' rules for two matrices, each read once: every 2-D product MKL makes asks
     (m, k), (inner, n) = a.shape, b.shape
-    work, dtype = m * n * k, a.dtype
-    if (work < MIN_WORK or not work or inner != k or b.dtype != dtype
-            or type(a) is not numpy.ndarray or type(b) is not numpy.ndarray
-            or max(m, n, k) > _INT_MAX or library() is None or dtype not in _addresses_of):
+    if inner != k or not _takes_matrices(a, b, m, n, k, MIN_WORK):
         return None
     layouts = _layouts(a, b)
     if layouts is None:
         return None
     _threads_for(False)
-    return (_addresses_of[dtype],) + layouts[0] + layouts[1]
+    return (_addresses_of[a.dtype],) + layouts[0] + layouts[1]
+
+
+def _takes_matrices(a, b, m, n, k, min_work):
+    """_takes' rules for one product of two matrices, m x k by k x n (the caller has matched
+    the inner sizes), each read once: every 2-D product MKL makes asks (generate_nocache)."""
+    work = m * n * k
+    return not (work < min_work or not work or b.dtype != a.dtype
+                or type(a) is not numpy.ndarray or type(b) is not numpy.ndarray
+                or max(m, n, k) > _INT_MAX or library() is None or a.dtype not in _addresses_of)
 
 
 def _layouts(a, b):
@@ -430,11 +435,9 @@ def linear_address(x, weight):
     multiply-adds or more."""
     (m, k), (n, inner) = x.shape, weight.shape
     flags_x, flags_w = x.flags, weight.flags
-    if (m * k * n < MIN_WORK_LINEAR or inner != k or weight.dtype != x.dtype
-            or type(x) is not numpy.ndarray or type(weight) is not numpy.ndarray
-            or not (flags_x.c_contiguous and flags_w.c_contiguous and flags_x.aligned
-                    and flags_w.aligned)
-            or max(m, n, k) > _INT_MAX or library() is None or x.dtype not in _addresses_of):
+    if (inner != k or not (flags_x.c_contiguous and flags_w.c_contiguous and flags_x.aligned
+                           and flags_w.aligned)
+            or not _takes_matrices(x, weight, m, n, k, MIN_WORK_LINEAR)):
         return None
     _threads_for(False)
     return _addresses_of[x.dtype]
