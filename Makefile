@@ -29,11 +29,15 @@ $(VENV)/.installed-%: pyproject.toml | $(PY)
 demo: $(VENV)/.installed-examples
 	$(PY) examples/train_gpt.py
 
+# the suite on up to 4 processes (pytest-xdist), each taking the next test when it is free, which
+# keeps both cores of a small machine busy; `make test PYTEST_XDIST=` runs it in one process
+PYTEST_XDIST ?= -n auto --maxprocesses=4 --dist worksteal
+
 test: $(VENV)/.installed-dev
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 test-parity: $(VENV)/.installed-parity
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 docs: $(VENV)/.installed-docs
 	$(MAKE) -C docs html
