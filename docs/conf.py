@@ -42,6 +42,8 @@ sphinx_gallery_conf = {
     "image_scrapers": ("matplotlib",),
     "show_memory": False,
     "min_reported_time": 0,
+    # two tutorials at a time, each in a fresh worker process (joblib): the build is their run
+    "parallel": 2,
 }
 
 html_theme = "alabaster"
