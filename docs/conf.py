@@ -42,7 +42,7 @@ sphinx_gallery_conf = {
     "image_scrapers": ("matplotlib",),
     "show_memory": False,
     "min_reported_time": 0,
-    # two tutorials at a time, each in a fresh worker process (joblib): the build is their run
+    # two tutorials at a time, each in a joblib worker process: running them is most of the build
     "parallel": 2,
 }
 
