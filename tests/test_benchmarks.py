@@ -348,3 +348,38 @@ def test_recurrent_benchmark_runs_on_tiny_sizes(capsys):
     recurrent.main(["--tiny"])
     out = capsys.readouterr().out
     assert "| (2, 3, 4, 5, 1) |" in out and "| True |" in out
+
+
+def test_decode_instructions_counts_each_library_once(tmp_path):
+    """benchmarks/decode_instructions.py reads callgrind's output: a function's own cost lines
+    count for its object; the line after `calls=` is the callee's inclusive cost, counted where
+    the callee's own lines are, not again; names given once are reused by their number."""
+    from benchmarks import decode_instructions as di
+
+    out = tmp_path / "callgrind.out"
+    out.write_text("\n".join([
+        "events: Ir", "ob=(1) /usr/lib/libpython3.11.so.1.0", "fl=(1) ceval.c",
+        "fn=(1) _PyEval_EvalFrameDefault", "10 100", "+2 50",
+        "cob=(2) /venv/lib/libmkl_avx2.so.3", "cfn=(2) sgemm", "calls=3 0", "12 7000",
+        "ob=(2)", "fn=(2)", "0 7000", "ob=(3) ???", "fn=(3) 0x1234", "0 30",
+        "ob=(4) /venv/site-packages/numpy/_core/_multiarray_umath.so", "fn=(4) f", "* 20",
+        "totals: 7200", ""]))
+    costs = di.by_library(out)
+    assert costs == {"/usr/lib/libpython3.11.so.1.0": 150, "/venv/lib/libmkl_avx2.so.3": 7000,
+                     "???": 30, "/venv/site-packages/numpy/_core/_multiarray_umath.so": 20}
+    rows = di.grouped(costs)
+    assert rows == {"Python interpreter": 150, "matrix products (MKL, OpenBLAS)": 7000,
+                    "compiled kernels and Numba's runtime": 30, "NumPy": 20}
+    text = di.table({"tensorgrad": {k: v * 1e3 for k, v in rows.items()}}, 16)
+    assert "| Python interpreter | 0.15 |" in text and "| total | 7.20 |" in text
+    assert "torch's C++" not in text  # a group no framework ran is left out
+
+
+def test_decode_instructions_forwards_run_the_user_model():
+    """The counted part (what valgrind runs) on its own: the PyTorch-style GPT-mini on
+    tensorgrad, forwards over T positions under inference_mode."""
+    from benchmarks import decode_instructions as di
+
+    logits = di.forwards("tensorgrad", 4, 2)
+    assert isinstance(logits, tg.Tensor) and logits.shape == (1, 4, 256)
+    assert not logits.requires_grad and np.isfinite(logits.numpy()).all()
