@@ -85,8 +85,8 @@ def test_encoder_layer_matches_torch(norm_first, batch_first, activation, bias, 
     check(ours, theirs, [x], [tx], out, tout, rng)
 
 
-@pytest.mark.parametrize("norm_first, batch_first, mask", itertools.product(
-    [False, True], [False, True], ["none", "bool", "float"]))
+@pytest.mark.parametrize("norm_first, batch_first, mask", list(itertools.product(
+    [False, True], [False, True], ["none", "bool", "float"])))
 def test_decoder_layer_matches_torch(norm_first, batch_first, mask):
     rng = np.random.default_rng(7)
     options = dict(dim_feedforward=FF, dropout=0.0, norm_first=norm_first,
@@ -107,7 +107,8 @@ def test_decoder_layer_matches_torch(norm_first, batch_first, mask):
     check(ours, theirs, [x, m], [tx, tm], out, tout, rng)
 
 
-@pytest.mark.parametrize("batch_first, norm_first", itertools.product([False, True], repeat=2))
+@pytest.mark.parametrize("batch_first, norm_first",
+                         list(itertools.product([False, True], repeat=2)))
 def test_transformer_matches_torch(batch_first, norm_first):
     rng = np.random.default_rng(8)
     options = dict(d_model=E, nhead=H, num_encoder_layers=2, num_decoder_layers=2,
