@@ -78,9 +78,8 @@ class Tensor:
 
     def storage_offset(self):
         """Elements between the start of the memory this tensor views and its first element."""
-        data = base = self.data
-        while getattr(base.base, "strides", None) is not None:  # up to the array that owns it
-            base = base.base
+        data = self.data
+        base = self._backend.owner(data)
         if base is data:
             return 0
         return (_address(data) - _address(base)) // data.itemsize

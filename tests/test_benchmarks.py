@@ -262,6 +262,32 @@ def test_blas_shapes_sums_a_no_cache_decodes_products_by_layer(capsys):
     assert rows[1].startswith("| qkv x @ W.T | 8 | (4-8, 16) @ (16, 48) |")
 
 
+def test_output_alignment_times_each_product_at_each_offset(capsys):
+    """benchmarks/output_alignment.py on toy sizes: every product at every offset from a
+    64-byte boundary, through MKL into the output at that offset; MKL's size threshold is
+    back as it was afterwards. Without MKL it says so and times nothing."""
+    from benchmarks import output_alignment as oa
+    from tensorgrad.backend import mkl_blas
+
+    least = mkl_blas.MIN_WORK
+    table = oa.main(["--tiny"])
+    assert mkl_blas.MIN_WORK == least
+    out = capsys.readouterr().out
+    if mkl_blas.library() is None:
+        assert table == {} and "MKL is not loaded" in out
+        return
+    listed = oa.products(tiny=True)
+    assert list(table) == [name for name, *_ in listed]
+    assert any(name.startswith("mlp") for name in table)
+    assert any(name.startswith("gpt") for name in table)
+    assert all(set(us) == set(oa.OFFSETS) and min(us.values()) > 0 for us in table.values())
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    assert len(rows) == 1 + len(listed)  # the header, a row each
+    outs = oa._outputs(3, 5, np.dtype(np.float32))
+    assert {o: a.__array_interface__["data"][0] % 64 for o, a in outs.items()} == {
+        o: o for o in oa.OFFSETS}
+
+
 def test_profile_decode_counts_a_tokens_calls_and_restores_them(capsys):
     """benchmarks/profile_decode.py --quick: GPT-mini's per-token calls (4 layers: 17 linear,
     9 layer norms, 4 attentions), one timed row per op, and Primitive / Module calls unpatched

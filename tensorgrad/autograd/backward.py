@@ -250,7 +250,7 @@ def _deliver(leaf, grad, captured, wanted, create_graph, owned):
     # that no other leaf got is taken as it is, not copied (mlp_step); a view (a broadcast, say),
     # one already handed to another leaf, or the caller's own seed gradient is copied.
     data = grad.data
-    if data.base is not None or id(data) in owned:
+    if grad._backend.owner(data) is not data or id(data) in owned:
         data = data.copy()
     owned.add(id(data))
     leaf.grad = from_array(data, grad._backend)

@@ -74,6 +74,13 @@ class CupyBackend:
         with cupy.cuda.Device(self.index):
             return rng.integers(low, high, size=shape, dtype=dtype)
 
+    def owner(self, array):
+        """The array whose memory `array` views: array itself when it owns its memory."""
+        owner = array
+        while isinstance(owner.base, self.xp.ndarray):
+            owner = owner.base
+        return owner
+
     def map_matrices(self, fn, items):
         """fn(i, *arrays) for each (i, arrays) of items, in order: one device runs them."""
         for i, arrays in items:

@@ -202,6 +202,16 @@ class NumpyBackend:
                 numpy.matmul(a, b, out=out)
         return out
 
+    def owner(self, array):
+        """The array whose memory `array` views: array itself when it owns its memory. A large
+        product's output, made 64-byte aligned inside a buffer only it views
+        (mkl_blas.empty_aligned), owns its memory here, as a fresh array does."""
+        owner = array
+        while (isinstance(owner.base, numpy.ndarray)
+               and type(owner.base) is not mkl_blas.AlignedBuffer):
+            owner = owner.base
+        return owner
+
     def blas_name(self):
         """Which BLAS runs float matmul, e.g. "MKL 2026.2 (ctypes, 1 thread)" (in benchmarks)."""
         return mkl_blas.name()

@@ -306,6 +306,69 @@ def test_gradients_through_linear_and_matmul_unchanged(monkeypatch):
         np.testing.assert_allclose(ours, theirs, rtol=2e-4, atol=1e-3 * np.abs(theirs).max())
 
 
+# --- aligned outputs -----------------------------------------------------------------------------
+def _address(array):
+    return array.__array_interface__["data"][0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_empty_aligned_starts_on_64_bytes(dtype):
+    """The arrays themselves, with or without MKL: every shape starts on a 64-byte boundary,
+    C-contiguous and writeable, and counts as owning its memory."""
+    backend = get_backend("cpu")
+    for shape in [(1, 1), (3, 5), (17, 33), (256, 784), (2, 3, 4)]:
+        a = mkl_blas.empty_aligned(shape, np.dtype(dtype))
+        assert a.shape == shape and a.dtype == dtype and type(a) is np.ndarray
+        assert _address(a) % 64 == 0
+        assert a.flags.c_contiguous and a.flags.writeable
+        assert backend.owner(a) is a
+        a[...] = 2.0
+        assert float(a.sum()) == 2.0 * a.size
+
+
+@needs_mkl
+@pytest.mark.parametrize("kernels", ["compiled", "ctypes"])
+def test_a_large_products_output_is_aligned_and_its_own(monkeypatch, kernels):
+    """From ALIGNED_WORK multiply-adds, matmul's and linear's outputs start on 64 bytes (MKL
+    writes them faster); they behave as fresh arrays: storage_offset 0 (a view's counts from
+    it, as in PyTorch), values as NumPy's."""
+    if kernels == "compiled":
+        _compiled_gemm()
+    else:
+        monkeypatch.setattr(get_backend("cpu"), "_kernels", None)  # as TENSORGRAD_NUMBA=0
+    rng = np.random.default_rng(10)
+    a, b = (rng.standard_normal((256, 256)).astype(np.float32) for _ in "ab")  # 2^24
+    bias = rng.standard_normal(256).astype(np.float32)
+    assert 256 ** 3 >= mkl_blas.ALIGNED_WORK
+    x, w = tg.tensor(a), tg.tensor(b)
+    for out, expected in [(x @ w, a @ b), (x @ w.T, a @ b.T),
+                          (tg.nn.functional.linear(x, w, tg.tensor(bias)), a @ b.T + bias)]:
+        assert _address(out.data) % 64 == 0
+        assert out.storage_offset() == 0 and out[1:].storage_offset() == 256
+        np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-3)
+
+
+@needs_mkl
+def test_an_aligned_gradient_is_taken_without_a_copy():
+    """A weight's gradient that is a large product's aligned output becomes its .grad as it
+    is (the copy a view gets is for memory another array may see); the optimizer then updates
+    the weight in place, and a second backward adds into it."""
+    rng = np.random.default_rng(11)
+    x, target = (tg.tensor(rng.standard_normal((256, 256)).astype(np.float32)) for _ in "ab")
+    layer = tg.nn.Linear(256, 256)
+    (layer(x) * target).sum().backward()  # the output's gradient is target
+    grad = layer.weight.grad.data
+    assert type(grad.base) is mkl_blas.AlignedBuffer  # the product's own output, not a copy
+    expected = target.numpy().T @ x.numpy()
+    np.testing.assert_allclose(grad, expected, rtol=1e-4, atol=1e-3)
+    before = layer.weight.detach().numpy().copy()
+    tg.nn.optim.SGD(layer.parameters(), lr=0.5).step()
+    np.testing.assert_allclose(layer.weight.detach().numpy(), before - 0.5 * expected, rtol=1e-4,
+                               atol=1e-3)
+    (layer(x) * target).sum().backward()
+    np.testing.assert_allclose(layer.weight.grad.numpy(), 2 * expected, rtol=1e-4, atol=2e-3)
+
+
 # --- the switch, the name, threads and fork -------------------------------------------------------
 def test_tensorgrad_blas_numpy_turns_it_off():
     probe = """
