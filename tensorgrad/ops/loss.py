@@ -29,8 +29,9 @@ def _class_weights(xp, logits, target, weight, ignore_index):
     w_t (N,): each row's target weight, 0 where the row is ignored."""
     valid = target != ignore_index
     safe = xp.where(valid, target, 0)
-    w = weight if weight is not None else xp.ones(logits.shape[1], dtype=logits.dtype)
-    return valid, safe, w, w[safe] * valid
+    if weight is None:  # every class weighs 1: a row's weight is whether it counts
+        return valid, safe, xp.ones(logits.shape[1], logits.dtype), valid.astype(logits.dtype)
+    return valid, safe, weight, weight[safe] * valid
 
 
 def _cross_entropy_composite(logits, target, weight, ignore_index, label_smoothing, reduction):
@@ -83,10 +84,10 @@ def _cross_entropy(xp, logits, target, weight, ignore_index, label_smoothing, re
     valid, safe, w, w_t = _class_weights(xp, logits, target, weight, ignore_index)
     top, total = _max_and_sum_exp(xp, logits)
     lse = top[:, 0] + xp.log(total[:, 0])  # (N,) log sum_j exp(logit_j)
-    loss = (1.0 - label_smoothing) * w_t * (lse - logits[xp.arange(n), safe])
+    loss = w_t * (lse - logits[xp.arange(n), safe])
     if label_smoothing:  # sum_j w_j (-log p_j) = lse * sum w - logits @ w
         spread = lse * w.sum() - logits @ w
-        loss = loss + (label_smoothing / classes) * spread * valid
+        loss = (1.0 - label_smoothing) * loss + (label_smoothing / classes) * spread * valid
     if reduction == "none":
         return loss.astype(logits.dtype, copy=False), (top, total)
     summed = loss.sum()
@@ -108,9 +109,14 @@ def _cross_entropy_vjp(ctx, g):
     if a["reduction"] == "mean":
         s = s / w_t.sum()
     top, total = ctx.extra
-    row_scale = ((1.0 - eps) * w_t + (eps / classes) * w.sum() * valid) * s
+    picked = w_t * s  # what the target's column loses, times 1 - e
+    if eps:
+        row_scale = (1.0 - eps) * picked + (eps / classes) * w.sum() * valid * s
+        picked *= 1.0 - eps
+    else:  # a few passes over (N,) arrays fewer (mlp_step: 128 rows of 10)
+        row_scale = picked
     grad = _scaled_softmax(xp, logits, top, total, row_scale)
-    grad[xp.arange(n), safe] -= (1.0 - eps) * w_t * s
+    grad[xp.arange(n), safe] -= picked
     if eps:
         grad -= ((eps / classes) * valid * s)[:, None] * w
     return from_array(grad, xp)
@@ -159,11 +165,12 @@ def _class_scores(input, target, weight, ignore_index, op, what):
         rows = rows.movedim(1, -1)
     rows = rows.reshape(-1, classes)
     flat = target.data.reshape(-1)
-    valid = flat[flat != ignore_index]
-    if valid.size and (int(valid.min()) < 0 or int(valid.max()) >= classes):
-        raise IndexError(f"{op}: target values must lie in [0, {classes}) (or equal "
-                         f"ignore_index={ignore_index}); got values in [{int(valid.min())}, "
-                         f"{int(valid.max())}]")
+    if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= classes):
+        valid = flat[flat != ignore_index]  # the ignored rows set apart only now (mlp_step)
+        if valid.size and (int(valid.min()) < 0 or int(valid.max()) >= classes):
+            raise IndexError(f"{op}: target values must lie in [0, {classes}) (or equal "
+                             f"ignore_index={ignore_index}); got values in [{int(valid.min())}, "
+                             f"{int(valid.max())}]")
     weight_data = None
     if weight is not None:
         if weight.shape != (classes,):

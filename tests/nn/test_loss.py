@@ -256,6 +256,15 @@ def test_losses_check_their_arguments():
         F.nll_loss(tg.zeros(2, 3), tg.tensor([0, 1, 2]))
     with pytest.raises(IndexError, match=r"nll_loss: target values must lie in \[0, 3\)"):
         F.nll_loss(tg.zeros(2, 3), tg.tensor([0, 3]))
+    # ignored rows are not out of range; a target beside them still is
+    assert float(F.cross_entropy(tg.zeros(3, 3), tg.tensor([-100, 0, 2]))) == pytest.approx(
+        np.log(3.0))
+    with pytest.raises(IndexError, match=r"cross_entropy: target values must lie in \[0, 3\) "
+                                         r"\(or equal ignore_index=-100\); got values in "
+                                         r"\[0, 3\]"):
+        F.cross_entropy(tg.zeros(3, 3), tg.tensor([-100, 0, 3]))
+    with pytest.raises(IndexError, match=r"got values in \[-1, 1\]"):
+        F.cross_entropy(tg.zeros(2, 3), tg.tensor([-1, 1]))
     with pytest.raises(ValueError, match="huber_loss: delta must be positive"):
         F.huber_loss(tg.zeros(2), tg.zeros(2), delta=0.0)
     with pytest.raises(ValueError, match=r"l1_loss: weight must have the input's shape"):
