@@ -7,7 +7,7 @@ products of mlp_step and gpt_step, timed alone, one offset after another in turn
 
 Why: NumPy's arrays start where malloc puts them, 16 bytes past a 64-byte boundary or 48 as
 often as on one, and PyTorch's allocator starts every tensor on 64. tensorgrad makes a large
-product's output 64-byte aligned (mkl_blas.empty_aligned, from mkl_blas.ALIGNED_WORK
+product's output 64-byte aligned (tensorgrad/backend/aligned.py, from ALIGNED_WORK
 multiply-adds); this shows what that is worth, product by product. Each offset's column is the
 median over rounds of the best of a few calls; the ratio is the worst offset's time over the
 aligned one's. Needs MKL (tensorgrad[mkl]).

@@ -27,7 +27,7 @@ import threading
 
 import numpy
 
-from . import threads
+from . import aligned, threads
 from .per_thread import per_thread
 
 # CBLAS's enum values, and MKL's for its layer switches (mkl_service.h).
@@ -41,9 +41,6 @@ MIN_WORK = 2**20
 # A Linear layer's product with its bias, one compiled call without ctypes' conversions
 # (kernels/matmul.py `linear`), gains from MKL from half as many (generate_nocache).
 MIN_WORK_LINEAR = 2**19
-# From this many multiply-adds a product's output is made 64-byte aligned (empty_aligned): the
-# few microseconds that costs are then under a percent of the product (mlp_step, gpt_step).
-ALIGNED_WORK = 2**24
 
 _local = per_thread(threads=None)  # what this thread last asked of MKL (its count is per thread)
 
@@ -55,31 +52,6 @@ _gemm = {}  # dtype -> (cblas_?gemm, cblas_?gemm_batch_strided, ctypes scalar ty
 _on_gnu_openmp = False  # whether the library runs its threads on GNU OpenMP (set by _open)
 _grouped = {}  # dtype -> cblas_?gemm_batch (matrices at any addresses)
 _addresses_of = {}  # dtype -> cblas_?gemm's address, for compiled callers
-
-
-class AlignedBuffer(numpy.ndarray):
-    """The memory under one array made by `empty_aligned`. That array is its only view, so it
-    counts as the array's own (NumpyBackend.owns and storage): a gradient made of it is taken
-    without a copy, and its storage_offset is 0, as for any fresh array."""
-
-
-def empty_aligned(shape, dtype):
-    """An uninitialised C-contiguous array that starts on a 64-byte boundary, where PyTorch's
-    allocator starts every tensor. NumPy's arrays start wherever malloc puts them, often 16
-    bytes past one, and MKL's GEMM writes such an output 4-7% slower than an output on 32 bytes
-    (mlp_step, gpt_step; benchmarks/README.md)."""
-    nbytes = math.prod(shape) * dtype.itemsize
-    memory = numpy.ndarray.__new__(AlignedBuffer, (nbytes + 64,), numpy.uint8)
-    start = -ctypes.addressof(ctypes.c_char.from_buffer(memory)) % 64  # the quickest address
-    return numpy.ndarray(shape, dtype, memory, start)
-
-
-def product_out(m, n, k, dtype):
-    """The (m, n) output of an m x k by k x n product: 64-byte aligned from ALIGNED_WORK
-    multiply-adds, else NumPy's empty array."""
-    if m * n * k >= ALIGNED_WORK:
-        return empty_aligned((m, n), dtype)
-    return numpy.empty((m, n), dtype)
 
 
 def _candidates():
@@ -337,7 +309,7 @@ def matmul(a, b):
         _, trans_a, lda, trans_b, ldb = plan
         (m, k), n = a.shape, b.shape[1]
         gemm, _, scalar = _gemm[a.dtype]
-        out = product_out(m, n, k, a.dtype)
+        out = aligned.product_out(m, n, k, a.dtype)
         gemm(_ROW_MAJOR, trans_a, trans_b, m, n, k, scalar(1.0), a.ctypes.data, lda,
              b.ctypes.data, ldb, scalar(0.0), out.ctypes.data, n)
         return out

@@ -3,7 +3,7 @@ import math
 
 import numpy
 
-from . import kernel_loading, mkl_blas, threads
+from . import aligned, kernel_loading, mkl_blas, threads
 
 _scipy_erf = ...  # scipy.special.erf, imported at the first erf: it costs a tenth of a second
 
@@ -205,10 +205,10 @@ class NumpyBackend:
     def owner(self, array):
         """The array whose memory `array` views: array itself when it owns its memory. A large
         product's output, made 64-byte aligned inside a buffer only it views
-        (mkl_blas.empty_aligned), owns its memory here, as a fresh array does."""
+        (aligned.py), owns its memory here, as a fresh array does."""
         owner = array
         while (isinstance(owner.base, numpy.ndarray)
-               and type(owner.base) is not mkl_blas.AlignedBuffer):
+               and type(owner.base) is not aligned.AlignedBuffer):
             owner = owner.base
         return owner
 

@@ -109,12 +109,10 @@ def _cross_entropy_vjp(ctx, g):
     if a["reduction"] == "mean":
         s = s / w_t.sum()
     top, total = ctx.extra
-    picked = w_t * s  # what the target's column loses, times 1 - e
-    if eps:
+    picked = row_scale = w_t * s  # what the target's column loses, times 1 - e
+    if eps:  # without smoothing, a few passes over (N,) arrays fewer (mlp_step)
         row_scale = (1.0 - eps) * picked + (eps / classes) * w.sum() * valid * s
-        picked *= 1.0 - eps
-    else:  # a few passes over (N,) arrays fewer (mlp_step: 128 rows of 10)
-        row_scale = picked
+        picked = (1.0 - eps) * picked
     grad = _scaled_softmax(xp, logits, top, total, row_scale)
     grad[xp.arange(n), safe] -= picked
     if eps:

@@ -7,7 +7,7 @@ mlp_step at two threads)."""
 import numpy
 from numba import prange
 
-from .. import mkl_blas, threads
+from .. import aligned, mkl_blas, threads
 from ..overrides import override
 from . import blas
 from .jit import jit, rows_of, threaded
@@ -37,7 +37,7 @@ def gemm(a, b):
         return mkl_blas.matmul(a, b)
     address, trans_a, lda, trans_b, ldb = planned
     (m, k), n = a.shape, b.shape[1]
-    out = mkl_blas.product_out(m, n, k, a.dtype)
+    out = aligned.product_out(m, n, k, a.dtype)
     _gemm_call(address, trans_a, trans_b, m, n, k, a_in, lda, b_in, ldb, out)
     return out
 
@@ -112,7 +112,7 @@ def linear(x, weight, bias):
         return None
     # made here: a compiled function returning an array it made loads far slower from the
     # cache at a process's first call (cold_start)
-    out = mkl_blas.product_out(x.shape[0], weight.shape[0], x.shape[1], x.dtype)
+    out = aligned.product_out(x.shape[0], weight.shape[0], x.shape[1], x.dtype)
     _linear_rows(address, x, weight, bias, out)
     return out
 
