@@ -2,18 +2,19 @@
 
 PyTorch's allocator starts every tensor on 64 bytes. NumPy's arrays start wherever malloc puts
 them, often 16 or 48 bytes past a boundary, and the same offset for the same size step after
-step; MKL's GEMM writes such an output 4-18% slower than one on 32 bytes (mlp_step, gpt_step;
-benchmarks/output_alignment.py). An aligned array is the one view of a buffer nothing else
-views, so the backend counts it as owning its memory (NumpyBackend.owner): a gradient made of
-it is taken without a copy, and its storage_offset is 0, as for any fresh array.
+step; MKL's GEMM writes such an output slower than one on 32 bytes (mlp_step, gpt_step; the
+figures are in benchmarks/README.md, from benchmarks/output_alignment.py). An aligned array is
+the one view of a buffer nothing else views, so the backend counts it as owning its memory
+(NumpyBackend.owner): a gradient made of it is taken without a copy, and its storage_offset is
+0, as for any fresh array.
 """
 import ctypes
 import math
 
 import numpy
 
-# From this many multiply-adds a product's output is aligned: the 2 µs it costs over NumPy's
-# empty array are then under a percent of the product (mlp_step, gpt_step).
+# From this many multiply-adds a product's output is aligned: what aligning costs over NumPy's
+# empty array is then a small part of the product's time (mlp_step, gpt_step).
 ALIGNED_WORK = 2**24
 
 
