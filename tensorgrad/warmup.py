@@ -14,7 +14,6 @@ the kernels and at decoding's tiny size that reaches the plain loops: each compi
 run meets is built here. Its numbers come from `arange`, never from the random generator, so a
 warm-up leaves a run's random stream as it was.
 """
-import argparse
 import math
 import sys
 import time
@@ -118,6 +117,7 @@ def run(family, dtype):
 
 
 def main(argv=None):
+    import argparse  # here: a run reads RECIPES at its first kernel, and needs no parser
     parser = argparse.ArgumentParser(
         prog="python -m tensorgrad.warmup", description=__doc__.split("\n\n")[1],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)

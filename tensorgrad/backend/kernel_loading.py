@@ -31,7 +31,7 @@ import warnings
 
 import numpy
 
-from . import numba_blas_check
+from . import deferred_imports, numba_blas_check
 from .per_thread import per_thread
 
 DTYPES = ("float32", "float64")  # the dtypes the kernels are written for
@@ -46,6 +46,7 @@ _failed = []  # what went wrong importing the kernels in the warm-up thread, rai
 _announced = False
 _exiting = False
 _numba = None  # whether Numba is installed, found once without importing it
+_stamp = None  # the kernels' sources and Numba's version, hashed for the markers' names
 
 
 def mode():
@@ -202,21 +203,24 @@ def _marker(family, dtype):
     """The file that says a family was built: named after the family, the kernels' sources,
     Numba's version and the dtype, beside Numba's own cache (NUMBA_CACHE_DIR, else the kernels'
     __pycache__)."""
-    kernels = _import_kernels()
-    import numba
-    folder = os.path.dirname(kernels.__file__)
-    stamp = hashlib.sha1(numba.__version__.encode())
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".py"):
-            info = os.stat(os.path.join(folder, name))
-            stamp.update(f"{name}:{info.st_mtime_ns}:{info.st_size}".encode())
+    global _stamp
+    folder = os.path.dirname(_import_kernels().__file__)
+    if _stamp is None:  # once a process: a run asks for every family it uses
+        import numba
+        stamp = hashlib.sha1(numba.__version__.encode())
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".py"):
+                info = os.stat(os.path.join(folder, name))
+                stamp.update(f"{name}:{info.st_mtime_ns}:{info.st_size}".encode())
+        _stamp = stamp.hexdigest()[:16]
     cache = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(folder, "__pycache__")
     os.makedirs(cache, exist_ok=True)
-    return os.path.join(cache, f"tensorgrad-warm-{family}-{dtype}-{stamp.hexdigest()[:16]}")
+    return os.path.join(cache, f"tensorgrad-warm-{family}-{dtype}-{_stamp}")
 
 
 def _import_kernels():
     numba_blas_check.load()  # before Numba starts: without it, Numba imports all of scipy.linalg
+    deferred_imports.defer()  # and two modules it uses only to compile or to read a config file
     with collector_paused():
         from . import kernels
     return kernels
