@@ -169,6 +169,25 @@ compiled = [kernel for module in modules for value in vars(module).values()
             if isinstance(kernel, Dispatcher)]
 seen["loaded"] = sum(sum(kernel.stats.cache_hits.values()) for kernel in compiled)
 seen["compiled"] = sum(sum(kernel.stats.cache_misses.values()) for kernel in compiled)
+from tensorgrad.backend.kernels import activation
+relu = activation._relu_loop.serial
+x = np.linspace(-1.0, 1.0, 9, dtype=np.float32)
+y = np.empty_like(x)
+relu(x, y)
+libraries = [result.library for kernel in compiled for result in kernel.overloads.values()]
+seen["bitcode parsed"] = sum(getattr(library, "_bitcode", None) is None for library in libraries)
+seen["libraries"] = sorted({type(library).__name__ for library in libraries})
+(relu_library,) = [result.library for result in relu.overloads.values()]
+other = next(library for library in libraries if library is not relu_library)
+seen["no such symbol"] = other.get_pointer_to_function("no_such_symbol")
+seen["relu bitcode waits"] = relu_library._bitcode is not None
+@numba.njit
+def doubled_relu(x):  # compiled here: it links the loaded kernel's bitcode in
+    y = np.empty_like(x)
+    relu(x, y)
+    return y * 2
+seen["linked"] = doubled_relu(x).tolist() == (np.maximum(x, 0) * 2).tolist()
+seen["relu bitcode parsed"] = relu_library._bitcode is None
 @numba.njit
 def squares(a):  # array arithmetic and a reduction: registries a kernel's load did not install
     return np.sum(a * a)
@@ -178,7 +197,8 @@ print(json.dumps(seen))
 
 
 def test_a_cached_kernel_loads_without_numbas_compiler_registries():
-    # they serve compiling (benchmarks/README.md: cold_start), which still works after
+    # they serve compiling (benchmarks/README.md: cold_start), which still works after, as
+    # does a compilation calling a loaded kernel, whose bitcode is parsed only then
     if kernel_loading.mode() == "off":
         pytest.skip("TENSORGRAD_NUMBA=0: no kernels to load")
     env = {**os.environ, "TENSORGRAD_NUMBA": "wait"}
@@ -188,7 +208,11 @@ def test_a_cached_kernel_loads_without_numbas_compiler_registries():
     first, second = (json.loads(run.stdout.splitlines()[-1]) for run in runs)
     assert first["close"] and first["a new function compiles"] == 5.0  # compiled, or loaded
     assert second == {"close": True, "registries": False, "loaded": second["loaded"],
-                      "compiled": 0, "a new function compiles": 5.0}
+                      "compiled": 0, "a new function compiles": 5.0,
+                      # kernels/disk_cache.py: the bitcode waits for a compilation that links it
+                      "bitcode parsed": 0, "libraries": ["CachedLibrary"],
+                      "no such symbol": 0,
+                      "relu bitcode waits": True, "linked": True, "relu bitcode parsed": True}
     assert second["loaded"] > 0
 
 
@@ -208,3 +232,31 @@ def test_the_collector_pauses_for_a_load_and_is_left_as_the_user_set_it():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+EXTENSIONS = """
+import json
+import numpy as np
+from numba.core import entrypoints
+from tensorgrad.backend import kernel_loading
+kernels = kernel_loading.load()
+x = np.linspace(-1.0, 1.0, 9, dtype=np.float32)
+y = np.empty_like(x)
+kernels.activation._relu_loop.serial(x, y)
+print(json.dumps({"looked for": entrypoints._already_initialized, "relu": y.tolist()}))
+"""
+
+
+def test_numbas_extensions_are_looked_for_before_a_kernel_compiles_not_when_it_loads(tmp_path):
+    # looking for them reads every installed package's metadata (benchmarks/README.md:
+    # cold_start, warm cache); a compilation still finds them first, as Numba's own would
+    if kernel_loading.mode() == "off":
+        pytest.skip("TENSORGRAD_NUMBA=0: no kernels to load")
+    env = {**os.environ, "TENSORGRAD_NUMBA": "wait", "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", EXTENSIONS], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=600) for _ in "12"]
+    assert all(run.returncode == 0 for run in runs), runs[-1].stderr[-2000:]
+    compiled, loaded = (json.loads(run.stdout.splitlines()[-1]) for run in runs)
+    relu = [0.0] * 4 + [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert compiled == {"looked for": True, "relu": relu}
+    assert loaded == {"looked for": False, "relu": relu}

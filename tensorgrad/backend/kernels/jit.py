@@ -5,10 +5,9 @@ import types
 
 import numba
 import numpy
-from numba.core.caching import FunctionCache
-from numba.core.runtime import rtsys
 
 from .. import kernel_loading, mkl_blas, threads
+from . import disk_cache
 from ..per_thread import per_thread
 
 # error_model="numpy": x / 0 is inf or nan as in the array code, and without a zero check per
@@ -16,31 +15,15 @@ from ..per_thread import per_thread
 _OPTIONS = dict(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
 
 
-class _DiskCache(FunctionCache):
-    """Numba's disk cache for one kernel, loading a compiled kernel without first importing and
-    installing every typing and lowering registry, as Numba's own does at each load: they serve
-    compilation, which refreshes them itself. What compiled code calls at run time is there
-    already (the runtime it allocates through, started here; parallel loops' threads, started
-    by the cached code's own reload step). A warm first step spends less on what it never uses
-    (benchmarks/README.md: cold_start, warm cache)."""
-
-    def load_overload(self, sig, target_context):
-        rtsys.initialize(target_context)
-        with self._guard_against_spurious_io_errors(), kernel_loading.collector_paused():
-            return self._load_overload(sig, target_context)
-
-
-# the two steps of Numba's own load that _DiskCache keeps (without them, as in a Numba that
-# renamed them, Numba's own cache serves)
-_CACHE = _DiskCache if all(hasattr(FunctionCache, name) for name in (
-    "_load_overload", "_guard_against_spurious_io_errors")) else FunctionCache
-
-
 def jit(fn, **options):
     """fn compiled by Numba with the kernels' options. Its compiled code is kept on disk (what
-    Numba's cache=True does, with _DiskCache), so only a machine's first process compiles it."""
+    Numba's cache=True does, with disk_cache.py), so only a machine's first process compiles it."""
     kernel = numba.njit(**_OPTIONS, **options)(fn)
-    kernel._cache = _CACHE(kernel.py_func)
+    if disk_cache.USABLE:
+        kernel._cache = disk_cache.DiskCache(kernel.py_func)
+        kernel._compilation_chain_init_hook = disk_cache.find_extensions_when_compiling
+    else:
+        kernel.enable_caching()
     return kernel
 
 
