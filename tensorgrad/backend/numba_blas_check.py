@@ -1,7 +1,7 @@
 """Numba's BLAS check, without importing all of scipy.linalg.
 
 When Numba compiles its first function it imports its lowering registries (Numba's own disk
-cache does so at each load too; the kernels' does not: kernels/jit.py), and one of them
+cache does so at each load too; the kernels' does not: kernels/disk_cache.py), and one of them
 checks that a BLAS is there for `np.dot` by importing `scipy.linalg.cython_blas`. As a
 submodule that import first runs all of `scipy.linalg`, a large part of a first step
 (the cold_start row). The check needs only the one extension, and Numba's C code
