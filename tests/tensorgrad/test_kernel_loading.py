@@ -260,3 +260,20 @@ def test_numbas_extensions_are_looked_for_before_a_kernel_compiles_not_when_it_l
     relu = [0.0] * 4 + [0.0, 0.25, 0.5, 0.75, 1.0]
     assert compiled == {"looked for": True, "relu": relu}
     assert loaded == {"looked for": False, "relu": relu}
+
+
+def _plus_one(x):  # a kernel made by the test below
+    return x + 1
+
+
+def test_a_numba_without_the_pieces_the_kernels_cache_keeps_gets_numbas_own_cache(monkeypatch):
+    from numba.core.caching import FunctionCache
+    from tensorgrad.backend.kernels import disk_cache, jit
+    ours = jit.jit(_plus_one)
+    assert type(ours._cache) is disk_cache.DiskCache
+    assert ours._compilation_chain_init_hook is disk_cache.find_extensions_when_compiling
+    monkeypatch.setattr(disk_cache, "USABLE", False)
+    numbas = jit.jit(_plus_one)
+    assert type(numbas._cache) is FunctionCache
+    assert "_compilation_chain_init_hook" not in vars(numbas)
+    assert numbas(2) == 3
