@@ -4,7 +4,7 @@ runs at their first use instead.
 Numba imports PyYAML to read a `.numba_config.yaml` from the working directory, which it does
 only when there is one, and `importlib.metadata` to look for Numba extensions, which it does
 before it compiles. A warm run loads every kernel from the disk cache (kernels/disk_cache.py)
-and does neither, and the two imports were a tenth of its first step (benchmarks/README.md:
+and does neither, yet paid for both imports in its first step (benchmarks/README.md:
 cold_start, warm cache). So `defer()`, called before Numba starts, puts each in sys.modules as
 a module whose code has not run yet: `import yaml` still works where PyYAML is installed (and
 fails where it is not), and the first attribute asked of it runs the module, as the import would
