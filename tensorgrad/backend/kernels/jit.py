@@ -5,6 +5,8 @@ import types
 
 import numba
 import numpy
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .. import kernel_loading, mkl_blas, threads
 from . import disk_cache
@@ -133,6 +135,46 @@ def _openmp_settings():
     runtimes = [ctypes.CDLL(path) for path in sorted(paths)]  # loaded already: the same ones
     return [(runtime, runtime.omp_get_max_threads(), runtime.omp_get_max_active_levels())
             for runtime in runtimes]
+
+
+@intrinsic
+def new_array(typingctx, shape, dtype):
+    """numpy.empty(shape, dtype) inside a kernel: a C-ordered array, for a tuple of sizes (never
+    negative: kernels take them from their arrays) and a dtype: a NumPy scalar type, an array's
+    .dtype, or an array, whose dtype it takes (in a prange loop: Numba passes a .dtype into the
+    loop's function through numba.np.npyimpl). Built where it is called: Numba's numpy.empty is
+    a separate compiled function whose environment, rebuilt at each load from the cache, imports
+    numba.np.arrayobj (benchmarks/README.md: cold_start, warm cache)."""
+    if not (isinstance(shape, numba.types.UniTuple)
+            and isinstance(shape.dtype, numba.types.Integer)):
+        raise numba.TypingError(f"new_array: shape must be a tuple of ints, got {shape}")
+    element = getattr(dtype, "dtype", None) or getattr(dtype, "instance_type", None)
+    if not isinstance(element, numba.types.Number):
+        raise numba.TypingError(f"new_array: dtype must be a number type, got {dtype}")
+    array_type = numba.types.Array(element, shape.count, "C")
+
+    def codegen(context, builder, signature, args):
+        intp = context.get_value_type(numba.types.intp)
+        sizes = [context.cast(builder, size, shape.dtype, numba.types.intp)
+                 for size in cgutils.unpack_tuple(builder, args[0])]
+        itemsize = context.get_constant(numba.types.intp, context.get_abi_sizeof(
+            context.get_data_type(element)))
+        strides = [itemsize]  # C order: the last dim's stride is one item
+        for size in reversed(sizes[1:]):
+            strides.insert(0, builder.mul(strides[0], size))
+        nbytes = builder.mul(strides[0], sizes[0]) if sizes else itemsize
+        meminfo = context.nrt.meminfo_alloc_aligned(
+            builder, nbytes, context.get_preferred_array_alignment(element))
+        array = context.make_array(array_type)(context, builder)
+        context.populate_array(
+            array, data=builder.bitcast(context.nrt.meminfo_data(builder, meminfo),
+                                        context.get_data_type(element).as_pointer()),
+            shape=cgutils.pack_array(builder, sizes, ty=intp),
+            strides=cgutils.pack_array(builder, strides, ty=intp),
+            itemsize=itemsize, meminfo=meminfo)
+        return array._getvalue()
+
+    return array_type(shape, dtype), codegen
 
 
 def flat(a):

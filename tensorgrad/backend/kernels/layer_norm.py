@@ -9,7 +9,7 @@ from numba import prange
 
 from .. import threads
 from ..overrides import override
-from .jit import rows_of, threaded
+from .jit import new_array, rows_of, threaded
 from .supports import floats
 
 
@@ -50,7 +50,10 @@ def _norm_backward_loop(x, mean, rstd, weight, g, center, gx, sums):
     for part in prange(parts):
         # the part's running sums kept apart from the shared array, written to it once: summed
         # in place there, the loop took as long on two threads as on one (gpt_step)
-        weight_sum, bias_sum = numpy.zeros(cols), numpy.zeros(cols)
+        weight_sum = new_array((cols,), numpy.float64)
+        bias_sum = new_array((cols,), numpy.float64)
+        for j in range(cols):
+            weight_sum[j] = bias_sum[j] = 0.0
         for r in range(part * rows // parts, (part + 1) * rows // parts):
             mu, inv = mean[r], rstd[r]
             total = 0.0
@@ -67,8 +70,8 @@ def _norm_backward_loop(x, mean, rstd, weight, g, center, gx, sums):
                 gx[r, j] = inv * (gh - total - xh * dot)
                 weight_sum[j] += g[r, j] * xh
                 bias_sum[j] += g[r, j]
-        sums[part, 0] = weight_sum
-        sums[part, 1] = bias_sum
+        for j in range(cols):
+            sums[part, 0, j], sums[part, 1, j] = weight_sum[j], bias_sum[j]
 
 
 def norm_rows(x, weight, bias, eps, dims, center):

@@ -10,7 +10,7 @@ from numba import prange
 from .. import aligned, mkl_blas, threads
 from ..overrides import override
 from . import blas
-from .jit import jit, rows_of, threaded
+from .jit import jit, new_array, rows_of, threaded
 from .supports import floats_over_grain
 
 _NO_TRANS, _TRANS = 111, 112  # CBLAS's enum values
@@ -137,11 +137,14 @@ def _column_sums_loop(g, sums):
     rows, parts = g.shape[0], sums.shape[0]
     for part in prange(parts):
         # the part's sums apart from the shared array, written once: threads writing it contend
-        total = numpy.zeros(g.shape[1], g.dtype)
+        total = new_array((g.shape[1],), g)
+        for j in range(g.shape[1]):
+            total[j] = 0.0
         for r in range(part * rows // parts, (part + 1) * rows // parts):
             for j in range(g.shape[1]):
                 total[j] += g[r, j]
-        sums[part] = total
+        for j in range(g.shape[1]):
+            sums[part, j] = total[j]
 
 
 def column_sums(g):

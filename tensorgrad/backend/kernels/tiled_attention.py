@@ -21,7 +21,7 @@ from ..overrides import override
 from . import blas
 from .attention import (_exp_shifted_loop, _hide_future_loop, _online_step_loop, _row_dots_loop,
                         _softmax_backward_loop)
-from .jit import jit
+from .jit import jit, new_array
 from .supports import floats
 
 _softmax_backward = _softmax_backward_loop.serial  # a block's: the pool splits the matrices
@@ -65,11 +65,11 @@ def _scores(gemm, q_rows, k, start, stop, first, causal, buffer, lowest):
 @jit
 def _forward_loop(gemm, q, k, v, causal, scale, out, lse, tile, key_tile, lowest):
     tq, tk, ev = q.shape[0], k.shape[0], v.shape[1]
-    q_buffer = numpy.empty((tile, q.shape[1]), q.dtype)
-    buffer = numpy.empty(tile * key_tile, q.dtype)
-    top = numpy.empty((tile, 1), q.dtype)  # the rows' running max
-    acc = numpy.empty((tile, ev), q.dtype)  # P V so far
-    total = numpy.empty((tile, 1), q.dtype)  # rowsum P so far
+    q_buffer = new_array((tile, q.shape[1]), q.dtype)
+    buffer = new_array((tile * key_tile,), q.dtype)
+    top = new_array((tile, 1), q.dtype)  # the rows' running max
+    acc = new_array((tile, ev), q.dtype)  # P V so far
+    total = new_array((tile, 1), q.dtype)  # rowsum P so far
     for start in range(0, tq, tile):
         stop = min(start + tile, tq)
         q_rows = _scaled_rows(q, start, stop, scale, q_buffer)
@@ -97,10 +97,10 @@ def _forward_loop(gemm, q, k, v, causal, scale, out, lse, tile, key_tile, lowest
 @jit
 def _backward_loop(gemm, q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, key_tile, lowest):
     tq, tk = q.shape[0], k.shape[0]
-    q_buffer = numpy.empty((tile, q.shape[1]), q.dtype)
-    p_buffer = numpy.empty(tile * key_tile, q.dtype)
-    ds_buffer = numpy.empty(tile * key_tile, q.dtype)
-    delta = numpy.empty(tile, q.dtype)
+    q_buffer = new_array((tile, q.shape[1]), q.dtype)
+    p_buffer = new_array((tile * key_tile,), q.dtype)
+    ds_buffer = new_array((tile * key_tile,), q.dtype)
+    delta = new_array((tile,), q.dtype)
     one = numpy.float32(1.0)  # dS unscaled (widens with float64): its products take scaled Q
     for start in range(0, tq, tile):
         stop = min(start + tile, tq)

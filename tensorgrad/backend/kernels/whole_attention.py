@@ -19,7 +19,7 @@ from numba import prange
 from .. import mkl_blas
 from ..overrides import override
 from .attention import _row_dots_loop, _softmax_backward_loop, _softmax_loop
-from .jit import DTYPES, threaded
+from .jit import DTYPES, new_array, threaded
 from .supports import floats
 from .tiled_attention import _product
 
@@ -50,8 +50,8 @@ def _backward_loop(q, k, v, g, o, p, scale, dq, dk, dv, gemm):
         if dv.size:
             _product(gemm, pi, True, gi, False, dv[b, h], 0.0)  # P^T dO
         if dq.size or dk.size:
-            delta = numpy.empty(q.shape[2], q.dtype)
-            ds = numpy.empty(pi.shape, q.dtype)
+            delta = new_array((q.shape[2],), q)
+            ds = new_array(pi.shape, q)
             _row_dots_loop(gi, oi, delta)
             _product(gemm, gi, False, v[b, h], True, ds, 0.0)  # dO V^T
             _softmax_backward(ds, pi, delta, scale)  # dS * scale
