@@ -162,7 +162,7 @@ def new_array(typingctx, shape, dtype):
         strides = [itemsize]  # C order: the last dim's stride is one item
         for size in reversed(sizes[1:]):
             strides.insert(0, builder.mul(strides[0], size))
-        nbytes = builder.mul(strides[0], sizes[0]) if sizes else itemsize
+        nbytes = builder.mul(strides[0], sizes[0])
         meminfo = context.nrt.meminfo_alloc_aligned(
             builder, nbytes, context.get_preferred_array_alignment(element))
         array = context.make_array(array_type)(context, builder)
