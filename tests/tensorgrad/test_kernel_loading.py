@@ -164,7 +164,16 @@ out = F.layer_norm(t, (1024,))
 out.sum().backward()  # the VJP's kernel makes its own arrays inside its loop (jit.new_array)
 y = out.detach().numpy()
 expected = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
-seen = {"close": bool(np.abs(y - expected).max() < 1e-4),
+q = np.random.default_rng(1).standard_normal((300, 16)).astype(np.float32)
+tq = tensorgrad.tensor(q[None, None], requires_grad=True)
+attended = F.scaled_dot_product_attention(tq, tq, tq, is_causal=True)  # 300 > a tile: tiled
+attended.sum().backward()  # its kernels view blocks of their buffers (jit.matrix_view)
+scores = np.where(np.tri(300, dtype=bool), q @ q.T / 4.0, -np.inf)
+weights = np.exp(scores - scores.max(-1, keepdims=True))
+weights /= weights.sum(-1, keepdims=True)
+seen = {"close": bool(np.abs(y - expected).max() < 1e-4
+                      and np.abs(attended.detach().numpy()[0, 0] - weights @ q).max() < 1e-4
+                      and np.isfinite(tq.grad.numpy()).all()),
         "registries": "numba.np.linalg" in sys.modules,
         "numpy.empty's module": "numba.np.arrayobj" in sys.modules}
 modules = [m for name, m in sys.modules.items() if name.startswith(kernels.__name__ + ".")]

@@ -6,6 +6,7 @@ import types
 import numba
 import numpy
 from numba.core import cgutils
+from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
 from .. import kernel_loading, mkl_blas, threads
@@ -175,6 +176,35 @@ def new_array(typingctx, shape, dtype):
         return array._getvalue()
 
     return array_type(shape, dtype), codegen
+
+
+@intrinsic
+def matrix_view(typingctx, buffer, rows, cols):
+    """buffer[:rows * cols] as a C-ordered (rows, cols) array over the same memory, for a 1-d
+    C-ordered buffer: what buffer[:rows * cols].reshape(rows, cols) gives, without Numba's
+    reshape, which names numba.np.arrayobj (see new_array). Unchecked, as a kernel's indexing
+    is: the caller sizes the buffer for its largest block."""
+    if not (isinstance(buffer, numba.types.Array) and buffer.ndim == 1 and buffer.layout == "C"):
+        raise numba.TypingError(f"matrix_view: buffer must be a 1-d C-ordered array, got {buffer}")
+    if not (isinstance(rows, numba.types.Integer) and isinstance(cols, numba.types.Integer)):
+        raise numba.TypingError(f"matrix_view: rows and cols must be ints, got {rows}, {cols}")
+    view_type = numba.types.Array(buffer.dtype, 2, "C")
+
+    def codegen(context, builder, signature, args):
+        intp = context.get_value_type(numba.types.intp)
+        source = context.make_array(buffer)(context, builder, args[0])
+        sizes = [context.cast(builder, args[i], signature.args[i], numba.types.intp)
+                 for i in (1, 2)]
+        view = context.make_array(view_type)(context, builder)
+        context.populate_array(
+            view, data=source.data, shape=cgutils.pack_array(builder, sizes, ty=intp),
+            strides=cgutils.pack_array(builder, [builder.mul(sizes[1], source.itemsize),
+                                                 source.itemsize], ty=intp),
+            itemsize=source.itemsize, meminfo=source.meminfo, parent=source.parent)
+        # the view holds a reference to the buffer's memory, as a slice of it would
+        return impl_ret_borrowed(context, builder, view_type, view._getvalue())
+
+    return view_type(buffer, rows, cols), codegen
 
 
 def flat(a):

@@ -21,7 +21,7 @@ from ..overrides import override
 from . import blas
 from .attention import (_exp_shifted_loop, _hide_future_loop, _online_step_loop, _row_dots_loop,
                         _softmax_backward_loop)
-from .jit import jit, new_array
+from .jit import jit, matrix_view, new_array
 from .supports import floats
 
 _softmax_backward = _softmax_backward_loop.serial  # a block's: the pool splits the matrices
@@ -55,7 +55,7 @@ def _scores(gemm, q_rows, k, start, stop, first, causal, buffer, lowest):
     """The (r, c) block of scores q_rows k[first:stop]^T in the start of `buffer`, the keys after
     each query (query start + i is key start + i) set to `lowest` under is_causal."""
     rows, cols = q_rows.shape[0], stop - first
-    s = buffer[:rows * cols].reshape(rows, cols)
+    s = matrix_view(buffer, rows, cols)
     _product(gemm, q_rows, False, k[first:stop], True, s, 0.0)
     if causal and start + 1 - first < cols:  # only a diagonal block has a future
         _hide_future_loop(s, rows, start - first, lowest)
@@ -115,7 +115,7 @@ def _backward_loop(gemm, q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, ke
             if dv.size:
                 _product(gemm, p, True, g_rows, False, dv[first:last], 1.0)  # += P^T dO
             if dq.size or dk.size:
-                ds = ds_buffer[:p.size].reshape(p.shape)
+                ds = matrix_view(ds_buffer, p.shape[0], p.shape[1])
                 _product(gemm, g_rows, False, v[first:last], True, ds, 0.0)  # dO V^T
                 _softmax_backward(ds, p, delta, one)
                 if dq.size:
