@@ -2,11 +2,18 @@
 needs. Numba's own load does more, for compiling later; each piece left out here is done when a
 compilation needs it. A warm first step spends less on what it never uses (benchmarks/README.md:
 cold_start, warm cache)."""
+import contextlib
+import hashlib
+import os
+import tempfile
+
+import llvmlite
 import llvmlite.binding as llvm
-from numba.core import entrypoints
+import numba
+from numba.core import config, entrypoints
 from numba.core.caching import FunctionCache
 from numba.core.codegen import JITCodeLibrary
-from numba.core.runtime import rtsys
+from numba.core.runtime import _nrt_python, nrtdynmod, rtsys
 
 from .. import kernel_loading
 
@@ -56,7 +63,7 @@ class DiskCache(FunctionCache):
     threads, started by the cached code's own reload step)."""
 
     def load_overload(self, sig, target_context):
-        rtsys.initialize(target_context)
+        start_runtime(target_context, self._cache_path)
         codegen = target_context.codegen()
         # the one library made meanwhile is this load's: Numba holds its compiler lock (a
         # dispatcher's compile takes it) over every load and every compilation
@@ -69,6 +76,66 @@ class DiskCache(FunctionCache):
         if loaded is None:  # Numba compiles it next: Numba's extensions first, as it would
             entrypoints.init_all()
         return loaded
+
+
+def start_runtime(context, directory):
+    """rtsys.initialize(context): Numba's runtime, whose reference counts and allocations compiled
+    code calls. Numba compiles the runtime's own functions from LLVM IR in each process; here their
+    machine code is kept in `directory`, beside the kernels', for one Numba, LLVM and CPU."""
+    if rtsys._init:
+        return
+    if not _RUNTIME_PIECES:
+        rtsys.initialize(context)
+        return
+    if config.NRT_STATS:
+        _nrt_python.memsys_enable_stats()
+    for name, address in _nrt_python.c_helpers.items():  # the runtime's C half, which it calls
+        llvm.add_symbol(name if name.startswith("_") else "NRT_" + name, address)
+    codegen = context.codegen()
+    key = repr((numba.__version__, llvmlite.__version__, codegen.magic_tuple())).encode()
+    path = os.path.join(directory, f"numba-runtime-{hashlib.sha256(key).hexdigest()[:16]}.bin")
+    rtsys._library = _load_runtime(codegen, path) or _compile_runtime(context, path)
+    rtsys._init = True
+
+
+def _load_runtime(codegen, path):
+    """The runtime's library from `path`: a SHA-256 digest of what follows, the machine code's
+    length (8 bytes), the machine code and the bitcode. None when it is missing or damaged."""
+    try:
+        with open(path, "rb") as file:
+            digest, payload = file.read(32), file.read()
+    except OSError:
+        return None
+    if hashlib.sha256(payload).digest() != digest or len(payload) < 8:
+        return None  # torn or corrupted: compiled again, and rewritten
+    split = 8 + int.from_bytes(payload[:8], "little")
+    return CachedLibrary._unserialize(codegen, ("nrt", "object", (payload[8:split],
+                                                                  payload[split:])))
+
+
+def _compile_runtime(context, path):
+    """What Numba's nrtdynmod.compile_nrt_functions does, keeping the machine code, which is
+    then written to `path` (replacing it whole: a reader never sees half a file)."""
+    ir_module, library = nrtdynmod.create_nrt_module(context)
+    library.enable_object_caching()
+    library.add_ir_module(ir_module)
+    library.finalize()
+    _, _, (object_code, bitcode) = library.serialize_using_object_code()
+    payload = len(object_code).to_bytes(8, "little") + object_code + bitcode
+    directory = os.path.dirname(path)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        file = tempfile.NamedTemporaryFile(dir=directory, delete=False)
+    except OSError:  # a cache that cannot be written to: compiled in each process, as by Numba
+        return library
+    try:
+        with file:
+            file.write(hashlib.sha256(payload).digest() + payload)
+        os.replace(file.name, path)
+    except OSError:  # a full disk, say: no half-written file is left behind
+        with contextlib.suppress(OSError):
+            os.unlink(file.name)
+    return library
 
 
 def find_extensions_when_compiling():
@@ -85,3 +152,8 @@ USABLE = (all(hasattr(FunctionCache, name) for name in (
     and all(hasattr(JITCodeLibrary, name) for name in (
         "_unserialize", "_get_module_for_linking", "_finalize_final_module",
         "enable_object_caching", "_set_compiled_object")))
+# the pieces of Numba's runtime start that start_runtime replaces (else Numba's own start runs)
+_RUNTIME_PIECES = (hasattr(rtsys, "_init")
+                   and isinstance(getattr(_nrt_python, "c_helpers", None), dict)
+                   and hasattr(nrtdynmod, "create_nrt_module")
+                   and hasattr(JITCodeLibrary, "serialize_using_object_code"))
