@@ -1,7 +1,7 @@
 """How a kernel's compiled code comes back from Numba's disk cache: with only what running it
-needs, and Numba's runtime, compiled once, from beside it. Numba's own load does more, for compiling later; each piece left out here is done when a
-compilation needs it. A warm first step spends less on what it never uses (benchmarks/README.md:
-cold_start, warm cache)."""
+needs, and Numba's runtime, compiled once, from beside it. Numba's own load does more, for
+compiling later; each piece left out here is done when a compilation needs it. A warm first
+step spends less on what it never uses (benchmarks/README.md: cold_start, warm cache)."""
 import contextlib
 import hashlib
 import os
