@@ -2,10 +2,8 @@
 needs, and Numba's runtime, compiled once, from beside it. Numba's own load does more, for
 compiling later; each piece left out here is done when a compilation needs it. A warm first
 step spends less on what it never uses (benchmarks/README.md: cold_start, warm cache)."""
-import contextlib
 import hashlib
 import os
-import tempfile
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -15,6 +13,7 @@ from numba.core.caching import FunctionCache
 from numba.core.codegen import JITCodeLibrary
 from numba.core.runtime import _nrt_python, nrtdynmod, rtsys
 
+from ... import serialization
 from .. import kernel_loading
 
 
@@ -115,26 +114,19 @@ def _load_runtime(codegen, path):
 
 def _compile_runtime(context, path):
     """What Numba's nrtdynmod.compile_nrt_functions does, keeping the machine code, which is
-    then written to `path` (replacing it whole: a reader never sees half a file)."""
+    then written to `path` (whole or not at all: serialization.atomic_write)."""
     ir_module, library = nrtdynmod.create_nrt_module(context)
     library.enable_object_caching()
     library.add_ir_module(ir_module)
     library.finalize()
     _, _, (object_code, bitcode) = library.serialize_using_object_code()
     payload = len(object_code).to_bytes(8, "little") + object_code + bitcode
-    directory = os.path.dirname(path)
+    data = hashlib.sha256(payload).digest() + payload
     try:
-        os.makedirs(directory, exist_ok=True)
-        file = tempfile.NamedTemporaryFile(dir=directory, delete=False)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        serialization.atomic_write(path, lambda file: file.write(data))
     except OSError:  # a cache that cannot be written to: compiled in each process, as by Numba
-        return library
-    try:
-        with file:
-            file.write(hashlib.sha256(payload).digest() + payload)
-        os.replace(file.name, path)
-    except OSError:  # a full disk, say: no half-written file is left behind
-        with contextlib.suppress(OSError):
-            os.unlink(file.name)
+        pass
     return library
 
 
