@@ -79,9 +79,12 @@ def _attention(dtype, B, T, C, heads=2):
     whole = k.contiguous()  # one query against every key, as decoding reads its cache:
     for keys in (whole[:, :, :T // 2 + 1], whole):  # the cache's views and whole arrays
         ops.scaled_dot_product_attention(q[:, :, :1], keys, keys)
-    if T > 8:  # past one tile of queries and keys: the tiled loops
-        q, k, v = (_weight(dtype, 1, heads, 300, 16) for _ in range(3))
-        _backward(ops.scaled_dot_product_attention(q, k, v, is_causal=True))
+    if T > 8:  # past one tile of queries and keys: the tiled loops, on views and whole arrays
+        qkv = _weight(dtype, 1, 300, 3 * 32)
+        views = [t.reshape(1, 300, heads, 32 // heads).transpose(1, 2)
+                 for t in qkv.split(32, dim=-1)]
+        for q, k, v in (views, [_weight(dtype, 1, heads, 300, 16) for _ in range(3)]):
+            _backward(ops.scaled_dot_product_attention(q, k, v, is_causal=True))
 
 
 def _cross_entropy(dtype, B, T, C, vocab=256):

@@ -191,20 +191,21 @@ def _batch(q, k, v, bias, mask):
                              *(a.shape[:-2] for a in (bias, mask) if a is not None))
 
 
-def _tiled(xp, q, k, v, bias, mask, causal, scale):
+@overridable("attention.tiled")
+def _tiled(xp, q, k, v, bias, mask, causal, scale, tile, key_tile):
     """The same output, one block of scores at a time with an online softmax (Milakov &
     Gimelshein, 2018; Dao et al.'s FlashAttention): each block raises the rows' running max and
     rescales what the earlier blocks added up by exp(old max - new max). Memory per step is one
-    block, not the (Tq, Tk) matrix; with is_causal, keys after a block's last query are not
-    visited. Returns the output and the rows' log-sum-exps."""
+    block of tile x key_tile scores, not the (Tq, Tk) matrix; with is_causal, keys after a
+    block's last query are not visited. Returns the output and the rows' log-sum-exps."""
     tq, ev = q.shape[-2], v.shape[-1]
     batch = _batch(q, k, v, bias, mask)
     out = xp.empty(batch + (tq, ev), q.dtype)
     lse = xp.empty(batch + (tq, 1), q.dtype)
 
     def one_matrix(i, qi, ki, vi, bias_i, mask_i):  # writes out[i] and lse[i] only
-        _tiled_matrix(xp, qi, ki, vi, bias_i, mask_i, causal, scale, out[i], lse[i], TILE,
-                      KEY_TILE)
+        _tiled_matrix(xp, qi, ki, vi, bias_i, mask_i, causal, scale, out[i], lse[i], tile,
+                      key_tile)
     # the matrices are independent: on several threads when the CPU backend has them
     xp.map_matrices(one_matrix, _per_matrix(xp, batch, q, k, v, bias, mask))
     return out, lse
@@ -276,7 +277,7 @@ def _attention(xp, q, k, v, bias, mask, causal, scale, dropout):
     if q.shape[-2] == 1 and bias is None and mask is None and dropout is None and not causal:
         return _one_query(xp, q, k, v, scale)
     if _takes_tiles(q, k, dropout):
-        return _tiled(xp, q, k, v, bias, mask, causal, scale)
+        return _tiled(xp, q, k, v, bias, mask, causal, scale, TILE, KEY_TILE)
     return _whole(xp, q, k, v, bias, mask, causal, scale, dropout)
 
 
@@ -306,7 +307,7 @@ def _attention_vjp(ctx, g):
     a, xp = ctx.attrs, ctx.backend
     if _takes_tiles(q, k, a["dropout"]):
         grads = _tiled_vjp(xp, q, k, v, bias, a["mask"], a["causal"], a["scale"], g.data,
-                           ctx.out_data, ctx.extra, ctx.needs_grad)
+                           ctx.out_data, ctx.extra, ctx.needs_grad, TILE, KEY_TILE)
     else:
         grads = _whole_vjp(xp, q, k, v, a["dropout"], a["scale"], g.data, ctx.out_data,
                            ctx.extra, ctx.needs_grad)
@@ -338,7 +339,8 @@ def _whole_vjp(xp, q, k, v, dropout, scale, g, out, p, needs):
     return dq, dk, dv, ds if needs_bias else None
 
 
-def _tiled_vjp(xp, q, k, v, bias, mask, causal, scale, g, out, lse, needs):
+@overridable("attention.tiled_vjp")
+def _tiled_vjp(xp, q, k, v, bias, mask, causal, scale, g, out, lse, needs, tile, key_tile):
     """The tiled path's gradients: each block of P rebuilt from its scores and the rows' saved
     log-sum-exps, exp(S - lse), one (T, E) matrix and one block at a time, its products added
     into the gradients."""
@@ -354,7 +356,7 @@ def _tiled_vjp(xp, q, k, v, bias, mask, causal, scale, g, out, lse, needs):
     # writes its own matrix's gradients only (they have the broadcast batch dims, one per item)
     def one_matrix(_, qi, ki, vi, gi, oi, bias_i, mask_i, lse_i, dqi, dki, dvi, dbias_i):
         _tiled_matrix_vjp(xp, qi, ki, vi, gi, oi, bias_i, mask_i, lse_i, causal, scale, dqi,
-                          dki, dvi, dbias_i, TILE, KEY_TILE)
+                          dki, dvi, dbias_i, tile, key_tile)
     xp.map_matrices(one_matrix, _per_matrix(xp, batch, q, k, v, g, out, bias, mask, lse, dq, dk,
                                             dv, dbias))
     if dq is not None:

@@ -1,8 +1,9 @@
 """Attention's two paths compiled as whole loops that call MKL's GEMM themselves (the overrides
-attention.tiled_matrix and attention.whole, with their VJPs), against the same loops in array
-code with the same per-step overrides, and the cases each leaves to that code: the tiled path's
-block loop for one (T, E) matrix (kernels/tiled_attention.py) and the whole-matrix path over its
-batch (kernels/whole_attention.py)."""
+attention.tiled, attention.tiled_matrix and attention.whole, with their VJPs), against the same
+loops in array code with the same per-step overrides, and the cases each leaves to that code:
+the tiled path's block loop over a batch of up to two dims, or for one (T, E) matrix at a time
+(kernels/tiled_attention.py), and the whole-matrix path over its batch
+(kernels/whole_attention.py)."""
 import math
 
 import numpy as np
@@ -18,7 +19,8 @@ if get_backend("cpu").kernels() is None:  # (loads them: registers the overrides
 
 
 WHOLE = ("attention.whole", "attention.whole_vjp")
-TILED = ("attention.tiled_matrix", "attention.tiled_matrix_vjp")
+TILED = ("attention.tiled", "attention.tiled_vjp")  # over a batch of up to two dims
+TILED_MATRIX = ("attention.tiled_matrix", "attention.tiled_matrix_vjp")  # one matrix, more dims
 
 
 def _recording(monkeypatch, names, declining=False):
@@ -140,37 +142,46 @@ def test_the_output_is_c_contiguous_as_in_torch():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("causal", [True, False])
-@pytest.mark.parametrize("case", ["square", "more keys", "more queries", "views, GQA"])
+@pytest.mark.parametrize("case", ["square", "more keys", "more queries", "views", "k, v broadcast",
+                                  "2-D", "GQA"])
 def test_compiled_tiled_loops_match_the_array_loop(case, causal, dtype, monkeypatch):
     """The tiled path's whole block loops, compiled (kernels/tiled_attention.py, calling MKL),
     against the same loop in array code, at sizes past one default tile: several row blocks,
-    key blocks cut at the causal diagonal, and transposed views read in place."""
+    key blocks cut at the causal diagonal, transposed views read in place, and batch dims
+    broadcast; grouped-query attention's three batch dims take the loop one matrix at a time."""
     if mkl_blas.gemm_address(np.dtype(dtype)) is None:
         pytest.skip("no MKL: the compiled loops call its GEMM (pip install tensorgrad[mkl])")
     rng = np.random.default_rng(3)
-    tq, tk = {"square": (600, 600), "more keys": (520, 900), "more queries": (900, 530),
-              "views, GQA": (560, 560)}[case]
-    if case == "views, GQA":  # (B, T, H, E) projections seen as (B, H, T, E); 4 query heads, 2 kv
+    tq, tk = {"more keys": (520, 900), "more queries": (900, 530)}.get(case, (560, 560))
+    if case in ("views", "GQA"):  # (B, T, H, E) projections seen as (B, H, T, E)
         q = rng.standard_normal((1, tq, 4, 16)).astype(dtype).transpose(0, 2, 1, 3)
-        k, v = (rng.standard_normal((1, tk, 2, 16)).astype(dtype).transpose(0, 2, 1, 3)
-                for _ in range(2))
+        k, v = (rng.standard_normal((1, tk, 2 if case == "GQA" else 4, 16)).astype(dtype)
+                .transpose(0, 2, 1, 3) for _ in range(2))
+    elif case == "2-D":
+        q, k, v = (rng.standard_normal((t, 16)).astype(dtype) for t in (tq, tk, tk))
     else:
-        q = rng.standard_normal((2, 1, tq, 16)).astype(dtype)
-        k = rng.standard_normal((2, 1, tk, 16)).astype(dtype)
-        v = rng.standard_normal((2, 1, tk, 8)).astype(dtype)
+        q = rng.standard_normal((2, 3, tq, 16)).astype(dtype)
+        heads = 1 if case == "k, v broadcast" else 3
+        k = rng.standard_normal((2, heads, tk, 16)).astype(dtype)
+        v = rng.standard_normal((2, heads, tk, 8)).astype(dtype)
     probe = rng.standard_normal(q.shape[:-1] + (v.shape[-1],)).astype(dtype)
     results = []
     for declining in (False, True):
-        taken = _recording(monkeypatch, TILED, declining)
+        taken = _recording(monkeypatch, TILED + TILED_MATRIX, declining)
         if not declining:
             compiled = taken
         leaves = [tg.tensor(x, requires_grad=True) for x in (q, k, v)]
         out = tg.scaled_dot_product_attention(*leaves, is_causal=causal, scale=0.3,
-                                              enable_gqa=True)
+                                              enable_gqa=case == "GQA")
         grads = tg.grad(out, leaves, tg.tensor(probe))
         results.append([out.detach().numpy()] + [g.numpy() for g in grads])
-    # the compiled loops ran, for every matrix
-    assert all(compiled[name] and NotImplemented not in compiled[name] for name in TILED)
+    # the compiled loops ran: over the batch, or (GQA) for every matrix after the batch declined
+    ran = TILED_MATRIX if case == "GQA" else TILED
+    assert all(compiled[name] and NotImplemented not in compiled[name] for name in ran)
+    if case == "GQA":
+        assert all(answer is NotImplemented for name in TILED for answer in compiled[name])
+    else:
+        assert not any(name in compiled for name in TILED_MATRIX)
     tolerance = 1e-12 if dtype == np.float64 else 3e-6
     for compiled, array_loop in zip(*results):
         assert compiled.dtype == dtype
@@ -190,11 +201,19 @@ def test_compiled_tiled_loops_step_aside_for_what_the_blas_cannot_read(monkeypat
     overlapping = np.lib.stride_tricks.as_strided(q, (300, 8), (4, 4))
     for bad in (every_other, overlapping):
         assert not tiled_attention.tiled_forward_(bad, q, q, True, 1.0, out, lse, 256, 512)
+        assert tiled_attention.tiled_batch_forward(bad, q, q, True, 1.0, 256, 512) is None
+    five = q.reshape(1, 1, 1, 300, 8)  # three batch dims: the loop one matrix at a time takes it
+    assert tiled_attention.tiled_batch_forward(five, five, five, True, 1.0, 256, 512) is None
+    assert tiled_attention.tiled_batch_backward(five, five, five, five, five, lse[None, None, None],
+                                                True, 1.0, True, True, True, 256, 512) is None
     assert not out.any() and not lse.any()
     monkeypatch.setattr(mkl_blas, "gemm_address", lambda dtype: None)
     assert not tiled_attention.tiled_forward_(q, q, q, True, 1.0, out, lse, 256, 512)
     assert not tiled_attention.tiled_backward_(q, q, q, q, q, lse, True, 1.0, None, None, out,
                                                256, 512)
+    assert tiled_attention.tiled_batch_forward(q, q, q, True, 1.0, 256, 512) is None
+    assert tiled_attention.tiled_batch_backward(q, q, q, q, q, lse, True, 1.0, True, True, True,
+                                                256, 512) is None
     assert not out.any()
     x = tg.randn(1, 1, 300, 8, requires_grad=True)
     expected = tg.softmax((x @ x.mT).masked_fill(tg.ones(300, 300).triu(1).bool(), -math.inf)

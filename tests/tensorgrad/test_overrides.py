@@ -79,6 +79,19 @@ def _tiled_vjp(r):
     return (q, k, v, r(40, 3), out, None, None, lse, True, 0.5, *grads, None, 8, 16), {}
 
 
+def _tiled_batch(r, broadcast):
+    q = r(2, 3, 40, 4)
+    k, v = (r(2, 1, 40, 4), r(2, 1, 40, 3)) if broadcast else (r(2, 3, 40, 4), r(2, 3, 40, 3))
+    return (q, k, v, None, None, True, 0.5, 8, 16), {}
+
+
+def _tiled_batch_vjp(r, broadcast):
+    (q, k, v, *rest), _ = _tiled_batch(r, broadcast)
+    out, lse = REFERENCES["attention.tiled"](CPU, q, k, v, *rest)
+    return (q, k, v, None, None, True, 0.5, r(2, 3, 40, 3), out, lse, (True, True, True, False),
+            8, 16), {}
+
+
 def _adam(decoupled):
     def case(r):
         param, grad, m = r(33, 65), r(33, 65), r(33, 65)
@@ -116,6 +129,10 @@ CASES = {
     "attention.one_query": {"": lambda r: ((r(2, 3, 1, 4), r(2, 3, 6, 4), r(2, 3, 6, 5), 0.3), {}),
                             "cache views": lambda r: ((r(1, 3, 1, 4), r(1, 3, 9, 4)[:, :, :6],
                                                        r(1, 3, 9, 5)[:, :, :6], 0.5), {})},
+    "attention.tiled": {c: lambda r, c=c: _tiled_batch(r, c == "k, v broadcast")
+                        for c in ("", "k, v broadcast")},
+    "attention.tiled_vjp": {c: lambda r, c=c: _tiled_batch_vjp(r, c == "k, v broadcast")
+                            for c in ("", "k, v broadcast")},
     "attention.tiled_matrix": {"": _tiled},
     "attention.tiled_matrix_vjp": {"": _tiled_vjp},
 }

@@ -17,7 +17,7 @@ numba = pytest.importorskip("numba", reason="numba is not installed: the CPU bac
 from tensorgrad.backend import kernels  # noqa: E402  (needs numba)
 from tensorgrad.backend.kernels import activation, attention, jit, layer_norm, loss, matmul  # noqa: E402,E501
 from tensorgrad.backend.kernels import optim  # noqa: E402
-from tensorgrad.backend.kernels import whole_attention  # noqa: E402
+from tensorgrad.backend.kernels import tiled_attention, whole_attention  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GRAIN = jit.GRAIN  # two_threads sets it to 0
@@ -198,6 +198,27 @@ def test_whole_attention_loops_split_give_the_same_values(shape, two_threads, mo
 
     split, plain = _both(call, monkeypatch,
                          [whole_attention._forward_loop, whole_attention._backward_loop])
+    for a, b in zip(split, plain):  # each matrix made alike, on whichever thread
+        _same_to_ulps(a, b)
+
+
+@pytest.mark.parametrize("shapes", [((2, 3, 300, 8),) * 2, ((2, 3, 300, 8), (2, 1, 300, 8))])
+def test_tiled_attention_loops_split_give_the_same_values(shapes, two_threads, monkeypatch):
+    """Over a batch, k and v broadcast over the heads or not; tiles of 128 x 64 (several per
+    matrix, one cut at the causal diagonal)."""
+    if mkl_blas.gemm_address(np.dtype(np.float32)) is None:
+        pytest.skip("MKL is not installed (pip install tensorgrad[mkl]) or TENSORGRAD_BLAS=numpy")
+    rng = np.random.default_rng(5)
+    q, g = (rng.standard_normal(shapes[0]).astype(np.float32) for _ in range(2))
+    k, v = (rng.standard_normal(shapes[1]).astype(np.float32) for _ in range(2))
+
+    def call():
+        out, lse = tiled_attention.tiled_batch_forward(q, k, v, True, 0.3, 128, 64)
+        return (out, lse) + tiled_attention.tiled_batch_backward(q, k, v, g, out, lse, True, 0.3,
+                                                                 True, True, True, 128, 64)
+
+    split, plain = _both(call, monkeypatch, [tiled_attention._forward_matrices,
+                                             tiled_attention._backward_matrices])
     for a, b in zip(split, plain):  # each matrix made alike, on whichever thread
         _same_to_ulps(a, b)
 

@@ -11,17 +11,26 @@ same online-softmax kernels (attention.py), so the results match the array code'
 Both take the address of the BLAS's cblas_?gemm (mkl_blas.gemm_address) and arrays the
 BLAS reads in place as row-major matrices (mkl_blas.takes_row_major); the wrappers say False
 otherwise and the caller runs the array code.
+
+A batch of matrices with at most two batch dims (B, H) runs as one call whose loop over the
+matrices is a prange (`@threaded`): the matrices split over the OpenMP threads that run MKL and
+the other kernels, as the whole-matrix path's do (whole_attention.py). Handed one at a time to
+tensorgrad's own pool of Python threads (threads.map_matrices, what the array code does and
+what more batch dims, such as grouped-query attention's, still take), they waited on the
+OpenMP threads, which keep spinning for a while after each parallel region: at two threads a
+forward just past one tile ran slower than on one thread (benchmarks/: generate_nocache).
 """
 import math
 
 import numpy
+from numba import prange
 
 from .. import mkl_blas
 from ..overrides import override
 from . import blas
 from .attention import (_exp_shifted_loop, _hide_future_loop, _online_step_loop, _row_dots_loop,
                         _softmax_backward_loop)
-from .jit import jit, matrix_view, new_array
+from .jit import jit, matrix_view, new_array, threaded
 from .supports import floats
 
 _softmax_backward = _softmax_backward_loop.serial  # a block's: the pool splits the matrices
@@ -124,6 +133,38 @@ def _backward_loop(gemm, q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, ke
                     _product(gemm, ds, True, q_rows, False, dk[first:last], 1.0)  # dS^T (scale Q)
 
 
+@jit
+def _at(index, size):
+    """The index into a batch dim of this size: a broadcast (size-1) dim has only 0."""
+    return index if size > 1 else 0
+
+
+@jit
+def _matrix(a, b, h):
+    """Matrix (b, h) of a (B, H, T, E) array whose batch dims may be broadcast (size 1)."""
+    return a[_at(b, a.shape[0]), _at(h, a.shape[1])]
+
+
+@threaded
+def _forward_matrices(gemm, q, k, v, out, lse, causal, scale, tile, key_tile, lowest):
+    heads = out.shape[1]
+    for m in prange(out.shape[0] * heads):
+        b, h = m // heads, m % heads
+        _forward_loop(gemm, _matrix(q, b, h), _matrix(k, b, h), _matrix(v, b, h), causal, scale,
+                      out[b, h], lse[b, h], tile, key_tile, lowest)
+
+
+@threaded
+def _backward_matrices(gemm, q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, key_tile,
+                       lowest):
+    heads = g.shape[1]
+    for m in prange(g.shape[0] * heads):
+        b, h = m // heads, m % heads
+        _backward_loop(gemm, _matrix(q, b, h), _matrix(k, b, h), _matrix(v, b, h), g[b, h],
+                       o[b, h], lse[b, h], causal, scale, _matrix(dq, b, h), _matrix(dk, b, h),
+                       _matrix(dv, b, h), tile, key_tile, lowest)
+
+
 def tiled_forward_(q, k, v, causal, scale, out, lse, tile, key_tile):
     """The tiled forward of one matrix, q (Tq, E), k (Tk, E), v (Tk, Ev), written into out
     (Tq, Ev) and the rows' log-sum-exps lse (Tq, 1): True, or False (nothing written) when the
@@ -150,8 +191,60 @@ def tiled_backward_(q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, key_til
     return True
 
 
+def tiled_batch_forward(q, k, v, causal, scale, tile, key_tile):
+    """(out, lse) of the tiled forward over a batch: q (..., Tq, E), k (..., Tk, E) and v (...,
+    Tk, Ev) with at most two batch dims, broadcast against each other; None when the BLAS, the
+    layouts or more batch dims rule it out."""
+    batch = numpy.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    gemm = mkl_blas.gemm_address(q.dtype)
+    if gemm is None or len(batch) > 2 or not all(map(mkl_blas.takes_row_major, (q, k, v))):
+        return None
+    tq, ev = q.shape[-2], v.shape[-1]
+    out = numpy.empty(batch + (tq, ev), q.dtype)
+    lse = numpy.empty(batch + (tq, 1), q.dtype)
+    _forward_matrices(gemm, *_four_dims(q, k, v, out, lse), causal, q.dtype.type(scale), tile,
+                      key_tile, numpy.finfo(q.dtype).min, work=_work(batch, q, k))
+    return out, lse
+
+
+def tiled_batch_backward(q, k, v, g, o, lse, causal, scale, needs_q, needs_k, needs_v, tile,
+                         key_tile):
+    """(dq, dk, dv) of the tiled VJP over a batch, as tiled_batch_forward takes it (None where a
+    gradient is not wanted), each with the whole batch's dims as the array code gives them; None
+    when the BLAS, the layouts or more batch dims rule it out."""
+    batch = g.shape[:-2]
+    gemm = mkl_blas.gemm_address(q.dtype)
+    if gemm is None or len(batch) > 2 or not all(map(mkl_blas.takes_row_major,
+                                                     (q, k, v, g, o, lse))):
+        return None
+    grads = [numpy.zeros(batch + x.shape[-2:], x.dtype) if needed else None
+             for x, needed in ((q, needs_q), (k, needs_k), (v, needs_v))]
+    none = numpy.empty((1, 1, 0, 1), q.dtype)  # a gradient not wanted: each matrix's is size 0
+    dq, dk, dv = (none if d is None else _four_dims(d)[0] for d in grads)
+    _backward_matrices(gemm, *_four_dims(q, k, v, g, o, lse), causal, q.dtype.type(scale), dq,
+                       dk, dv, tile, key_tile, numpy.finfo(q.dtype).min, work=_work(batch, q, k))
+    if grads[0] is not None:
+        grads[0] *= q.dtype.type(scale)  # the loop leaves dQ / scale, as the array code's
+    return tuple(grads)
+
+
+def _four_dims(*arrays):
+    """(B, H, T, E) views of arrays with at most two batch dims: size-1 dims put in front."""
+    return tuple(a.reshape((1,) * (4 - a.ndim) + a.shape) for a in arrays)
+
+
+def _work(batch, q, k):
+    """Q K^T's multiply-adds over the batch, which decide whether the threads split it."""
+    return math.prod(batch) * q.shape[-2] * k.shape[-2] * q.shape[-1]
+
+
 def _unmasked(q, k, v, bias, mask, *rest):
     return bias is None and mask is None and floats(q, k, v)
+
+
+@override("attention.tiled", supports=_unmasked)
+def tiled(q, k, v, bias, mask, causal, scale, tile, key_tile):
+    return tiled_batch_forward(q, k, v, causal, scale, tile, key_tile) or NotImplemented
 
 
 @override("attention.tiled_matrix", supports=_unmasked)
@@ -162,6 +255,17 @@ def tiled_matrix(q, k, v, bias, mask, causal, scale, out, lse, tile, key_tile):
 
 def _unmasked_vjp(q, k, v, g, out, bias, mask, *rest):
     return bias is None and mask is None and floats(q, k, v, g)
+
+
+def _unmasked_batch_vjp(q, k, v, bias, mask, causal, scale, g, *rest):
+    return bias is None and mask is None and floats(q, k, v, g)
+
+
+@override("attention.tiled_vjp", supports=_unmasked_batch_vjp)
+def tiled_vjp(q, k, v, bias, mask, causal, scale, g, out, lse, needs, tile, key_tile):
+    grads = tiled_batch_backward(q, k, v, g, out, lse, causal, scale, *needs[:3], tile,
+                                 key_tile)
+    return NotImplemented if grads is None else grads + (None,)
 
 
 @override("attention.tiled_matrix_vjp", supports=_unmasked_vjp)
