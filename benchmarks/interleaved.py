@@ -2,6 +2,7 @@
 
     python benchmarks/interleaved.py                    # gpt_step, mlp_step, generate (B=1, B=8)
     python benchmarks/interleaved.py --only generate_user,generate_nocache --threads 2
+    python benchmarks/interleaved.py --only generate_nocache --full --pairs 10   # 256 tokens
     python benchmarks/interleaved.py --only gpt_step --pairs 50
     python benchmarks/interleaved.py --only attention --pairs 10 --threads 2   # T=4096
 
@@ -44,6 +45,8 @@ def main(argv=None):
     parser.add_argument("--pairs", type=int, default=30, help="timed pairs per case (default 30)")
     parser.add_argument("--threads", type=int, default=1, help="BLAS and torch threads (default 1)")
     parser.add_argument("--tiny", action="store_true", help="toy sizes (checks the script)")
+    parser.add_argument("--full", action="store_true",
+                        help="run.py's full sizes (generate: 256 tokens) instead of --quick's")
     args = parser.parse_args(argv)
     names = args.only.split(",")
     unknown = sorted(set(names) - set(WORKLOADS))
@@ -52,7 +55,7 @@ def main(argv=None):
                      f"{', '.join(WORKLOADS)}")
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[name] = str(args.threads)  # before NumPy or torch load a BLAS
-    mode = "tiny" if args.tiny else "quick"
+    mode = "tiny" if args.tiny else "full" if args.full else "quick"
     rows = [result for name in names for result in _CASES[name](mode, args.pairs)]
     print(table(rows, args.threads))
     return rows
