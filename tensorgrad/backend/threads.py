@@ -7,13 +7,13 @@ a numba.prange (backend/kernels/jit.py `threaded`: GELU, the norms, the softmaxe
 whole-matrix loop, the optimizers' updates, cross-entropy), which Numba runs on the same GNU
 OpenMP threads as MKL, and the pool below. Other array calls run on the calling thread.
 
-The pool is for loops of small ones: the tiled attention path works one (T, E) matrix and one
-block at a time, products of 256 x 64 x 512 that a second BLAS thread speeds up by a third. So
-that loop runs its independent matrices (batch x heads) on a pool of threads instead, each with
-a single-threaded BLAS and single-threaded kernels (in_pool). A matrix's compiled block loop
-(backend/kernels/tiled_attention.py) runs without Python's lock from start to end, so the
-threads run side by side, where the loop in Python releases the lock only inside its array
-calls (attention T=4096 at --threads 2).
+The pool is for loops of small ones: the tiled attention path's array code works one (T, E)
+matrix and one block at a time, products of 256 x 64 x 512 that a second BLAS thread speeds up
+by a third. So that loop runs its independent matrices (batch x heads) on a pool of threads
+instead, each with a single-threaded BLAS and single-threaded kernels (in_pool); the loop in
+Python releases the lock only inside its array calls. Its compiled twin
+(backend/kernels/tiled_attention.py) splits the matrices over the OpenMP threads instead, as the
+threaded kernels do.
 
 The count starts from OMP_NUM_THREADS, as PyTorch's does, else the CPUs this process may run on.
 `set_num_threads(n)` sets it and the BLAS libraries' (through threadpoolctl, which finds

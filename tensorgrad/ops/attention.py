@@ -211,7 +211,6 @@ def _tiled(xp, q, k, v, bias, mask, causal, scale, tile, key_tile):
     return out, lse
 
 
-@overridable("attention.tiled_matrix")
 def _tiled_matrix(xp, q, k, v, bias, mask, causal, scale, out, lse, tile, key_tile):
     """The tiled forward of one matrix, q (Tq, E), k (Tk, E), v (Tk, Ev), written into out
     (Tq, Ev) and the rows' log-sum-exps lse (Tq, 1), in blocks of tile x key_tile scores."""
@@ -364,7 +363,6 @@ def _tiled_vjp(xp, q, k, v, bias, mask, causal, scale, g, out, lse, needs, tile,
     return dq, dk, dv, dbias
 
 
-@overridable("attention.tiled_matrix_vjp")
 def _tiled_matrix_vjp(xp, q, k, v, g, out, bias, mask, lse, causal, scale, dq, dk, dv, dbias,
                       tile, key_tile):
     """The tiled VJP of one matrix: dO g, the forward's output (Tq, Ev) and lse (Tq, 1) in;

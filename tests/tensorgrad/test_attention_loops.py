@@ -1,9 +1,8 @@
 """Attention's two paths compiled as whole loops that call MKL's GEMM themselves (the overrides
-attention.tiled, attention.tiled_matrix and attention.whole, with their VJPs), against the same
-loops in array code with the same per-step overrides, and the cases each leaves to that code:
-the tiled path's block loop over a batch of up to two dims, or for one (T, E) matrix at a time
-(kernels/tiled_attention.py), and the whole-matrix path over its batch
-(kernels/whole_attention.py)."""
+attention.tiled and attention.whole, with their VJPs), against the same loops in array code with
+the same per-step overrides, and the cases each leaves to that code: the tiled path's block loop
+(kernels/tiled_attention.py) and the whole-matrix path (kernels/whole_attention.py), each over
+its batch of matrices."""
 import math
 
 import numpy as np
@@ -19,8 +18,7 @@ if get_backend("cpu").kernels() is None:  # (loads them: registers the overrides
 
 
 WHOLE = ("attention.whole", "attention.whole_vjp")
-TILED = ("attention.tiled", "attention.tiled_vjp")  # over a batch of up to two dims
-TILED_MATRIX = ("attention.tiled_matrix", "attention.tiled_matrix_vjp")  # one matrix, more dims
+TILED = ("attention.tiled", "attention.tiled_vjp")
 
 
 def _recording(monkeypatch, names, declining=False):
@@ -148,7 +146,7 @@ def test_compiled_tiled_loops_match_the_array_loop(case, causal, dtype, monkeypa
     """The tiled path's whole block loops, compiled (kernels/tiled_attention.py, calling MKL),
     against the same loop in array code, at sizes past one default tile: several row blocks,
     key blocks cut at the causal diagonal, transposed views read in place, and batch dims
-    broadcast; grouped-query attention's three batch dims take the loop one matrix at a time."""
+    broadcast, grouped-query attention's three included."""
     if mkl_blas.gemm_address(np.dtype(dtype)) is None:
         pytest.skip("no MKL: the compiled loops call its GEMM (pip install tensorgrad[mkl])")
     rng = np.random.default_rng(3)
@@ -167,7 +165,7 @@ def test_compiled_tiled_loops_match_the_array_loop(case, causal, dtype, monkeypa
     probe = rng.standard_normal(q.shape[:-1] + (v.shape[-1],)).astype(dtype)
     results = []
     for declining in (False, True):
-        taken = _recording(monkeypatch, TILED + TILED_MATRIX, declining)
+        taken = _recording(monkeypatch, TILED, declining)
         if not declining:
             compiled = taken
         leaves = [tg.tensor(x, requires_grad=True) for x in (q, k, v)]
@@ -175,13 +173,7 @@ def test_compiled_tiled_loops_match_the_array_loop(case, causal, dtype, monkeypa
                                               enable_gqa=case == "GQA")
         grads = tg.grad(out, leaves, tg.tensor(probe))
         results.append([out.detach().numpy()] + [g.numpy() for g in grads])
-    # the compiled loops ran: over the batch, or (GQA) for every matrix after the batch declined
-    ran = TILED_MATRIX if case == "GQA" else TILED
-    assert all(compiled[name] and NotImplemented not in compiled[name] for name in ran)
-    if case == "GQA":
-        assert all(answer is NotImplemented for name in TILED for answer in compiled[name])
-    else:
-        assert not any(name in compiled for name in TILED_MATRIX)
+    assert all(compiled[name] and NotImplemented not in compiled[name] for name in TILED)
     tolerance = 1e-12 if dtype == np.float64 else 3e-6
     for compiled, array_loop in zip(*results):
         assert compiled.dtype == dtype
@@ -190,31 +182,30 @@ def test_compiled_tiled_loops_match_the_array_loop(case, causal, dtype, monkeypa
 
 def test_compiled_tiled_loops_step_aside_for_what_the_blas_cannot_read(monkeypatch):
     """Columns that do not step by one value, or rows that overlap, cannot be handed to the
-    BLAS in place, and without MKL (TENSORGRAD_BLAS=numpy, or no mkl wheel) there is no GEMM
-    to call: the wrappers then write nothing and the array loop runs."""
+    BLAS in place; more than three batch dims are not taken; and without MKL
+    (TENSORGRAD_BLAS=numpy, or no mkl wheel) there is no GEMM to call: the wrappers then say
+    None and the array loop runs."""
     from tensorgrad.backend import mkl_blas
     from tensorgrad.backend.kernels import tiled_attention
 
     q = np.ones((300, 8), np.float32)
-    out, lse = np.zeros((300, 8), np.float32), np.zeros((300, 1), np.float32)
+    lse = np.zeros((300, 1), np.float32)
     every_other = np.ones((300, 16), np.float32)[:, ::2]
     overlapping = np.lib.stride_tricks.as_strided(q, (300, 8), (4, 4))
     for bad in (every_other, overlapping):
-        assert not tiled_attention.tiled_forward_(bad, q, q, True, 1.0, out, lse, 256, 512)
-        assert tiled_attention.tiled_batch_forward(bad, q, q, True, 1.0, 256, 512) is None
-    five = q.reshape(1, 1, 1, 300, 8)  # three batch dims: the loop one matrix at a time takes it
-    assert tiled_attention.tiled_batch_forward(five, five, five, True, 1.0, 256, 512) is None
-    assert tiled_attention.tiled_batch_backward(five, five, five, five, five, lse[None, None, None],
-                                                True, 1.0, True, True, True, 256, 512) is None
-    assert not out.any() and not lse.any()
+        assert tiled_attention.tiled_forward(bad, q, q, True, 1.0, 256, 512) is None
+        assert tiled_attention.tiled_backward(q, q, q, bad, q, lse, True, 1.0, True, True, True,
+                                              256, 512) is None
+    six = q.reshape(1, 1, 1, 1, 300, 8)
+    assert tiled_attention.tiled_forward(six, six, six, True, 1.0, 256, 512) is None
+    assert tiled_attention.tiled_backward(six, six, six, six, six, lse.reshape(1, 1, 1, 1, 300, 1),
+                                          True, 1.0, True, True, True, 256, 512) is None
+    if mkl_blas.library() is not None:  # and what it does take, with MKL's GEMM to call
+        assert tiled_attention.tiled_forward(q, q, q, True, 1.0, 256, 512) is not None
     monkeypatch.setattr(mkl_blas, "gemm_address", lambda dtype: None)
-    assert not tiled_attention.tiled_forward_(q, q, q, True, 1.0, out, lse, 256, 512)
-    assert not tiled_attention.tiled_backward_(q, q, q, q, q, lse, True, 1.0, None, None, out,
-                                               256, 512)
-    assert tiled_attention.tiled_batch_forward(q, q, q, True, 1.0, 256, 512) is None
-    assert tiled_attention.tiled_batch_backward(q, q, q, q, q, lse, True, 1.0, True, True, True,
-                                                256, 512) is None
-    assert not out.any()
+    assert tiled_attention.tiled_forward(q, q, q, True, 1.0, 256, 512) is None
+    assert tiled_attention.tiled_backward(q, q, q, q, q, lse, True, 1.0, True, True, True, 256,
+                                          512) is None
     x = tg.randn(1, 1, 300, 8, requires_grad=True)
     expected = tg.softmax((x @ x.mT).masked_fill(tg.ones(300, 300).triu(1).bool(), -math.inf)
                           * 8 ** -0.5, -1) @ x

@@ -65,30 +65,18 @@ def _whole_vjp(r):
     return (q, k, v, None, 0.3, r(2, 3, 6, 5), out, p, (True, True, True, False)), {}
 
 
-def _tiled(r):
-    q, k, v = r(40, 4), r(40, 4), r(40, 3)
-    out, lse = np.zeros((40, 3), q.dtype), np.zeros((40, 1), q.dtype)
-    return (q, k, v, None, None, True, 0.5, out, lse, 8, 16), {}
+def _tiled(r, case):
+    """Batch dims (2, 3) with k and v broadcast over the heads or not, or grouped-query
+    attention's (B, H_kv, G) = (2, 2, 3), as scaled_dot_product_attention regroups them."""
+    q = r(2, 2, 3, 40, 4) if case == "groups" else r(2, 3, 40, 4)
+    heads = {"": (2, 3), "k, v broadcast": (2, 1), "groups": (2, 2, 1)}[case]
+    return (q, r(*heads, 40, 4), r(*heads, 40, 3), None, None, True, 0.5, 8, 16), {}
 
 
-def _tiled_vjp(r):
-    q, k, v = r(40, 4), r(40, 4), r(40, 3)
-    out, lse = np.zeros((40, 3), q.dtype), np.zeros((40, 1), q.dtype)
-    REFERENCES["attention.tiled_matrix"](CPU, q, k, v, None, None, True, 0.5, out, lse, 8, 16)
-    grads = [np.zeros_like(a) for a in (q, k, v)]
-    return (q, k, v, r(40, 3), out, None, None, lse, True, 0.5, *grads, None, 8, 16), {}
-
-
-def _tiled_batch(r, broadcast):
-    q = r(2, 3, 40, 4)
-    k, v = (r(2, 1, 40, 4), r(2, 1, 40, 3)) if broadcast else (r(2, 3, 40, 4), r(2, 3, 40, 3))
-    return (q, k, v, None, None, True, 0.5, 8, 16), {}
-
-
-def _tiled_batch_vjp(r, broadcast):
-    (q, k, v, *rest), _ = _tiled_batch(r, broadcast)
+def _tiled_vjp(r, case):
+    (q, k, v, *rest), _ = _tiled(r, case)
     out, lse = REFERENCES["attention.tiled"](CPU, q, k, v, *rest)
-    return (q, k, v, None, None, True, 0.5, r(2, 3, 40, 3), out, lse, (True, True, True, False),
+    return (q, k, v, None, None, True, 0.5, r(*out.shape), out, lse, (True, True, True, False),
             8, 16), {}
 
 
@@ -129,12 +117,9 @@ CASES = {
     "attention.one_query": {"": lambda r: ((r(2, 3, 1, 4), r(2, 3, 6, 4), r(2, 3, 6, 5), 0.3), {}),
                             "cache views": lambda r: ((r(1, 3, 1, 4), r(1, 3, 9, 4)[:, :, :6],
                                                        r(1, 3, 9, 5)[:, :, :6], 0.5), {})},
-    "attention.tiled": {c: lambda r, c=c: _tiled_batch(r, c == "k, v broadcast")
-                        for c in ("", "k, v broadcast")},
-    "attention.tiled_vjp": {c: lambda r, c=c: _tiled_batch_vjp(r, c == "k, v broadcast")
-                            for c in ("", "k, v broadcast")},
-    "attention.tiled_matrix": {"": _tiled},
-    "attention.tiled_matrix_vjp": {"": _tiled_vjp},
+    "attention.tiled": {c: lambda r, c=c: _tiled(r, c) for c in ("", "k, v broadcast", "groups")},
+    "attention.tiled_vjp": {c: lambda r, c=c: _tiled_vjp(r, c)
+                            for c in ("", "k, v broadcast", "groups")},
 }
 REGISTERED = sorted(name for name, found in OVERRIDES.items() if found)
 

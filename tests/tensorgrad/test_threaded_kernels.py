@@ -202,10 +202,12 @@ def test_whole_attention_loops_split_give_the_same_values(shape, two_threads, mo
         _same_to_ulps(a, b)
 
 
-@pytest.mark.parametrize("shapes", [((2, 3, 300, 8),) * 2, ((2, 3, 300, 8), (2, 1, 300, 8))])
+@pytest.mark.parametrize("shapes", [((2, 3, 300, 8),) * 2, ((2, 3, 300, 8), (2, 1, 300, 8)),
+                                    ((2, 2, 3, 300, 8), (2, 2, 1, 300, 8))])
 def test_tiled_attention_loops_split_give_the_same_values(shapes, two_threads, monkeypatch):
-    """Over a batch, k and v broadcast over the heads or not; tiles of 128 x 64 (several per
-    matrix, one cut at the causal diagonal)."""
+    """Over a batch, k and v broadcast over the heads or not, or grouped (grouped-query
+    attention's three batch dims); tiles of 128 x 64 (several per matrix, one cut at the causal
+    diagonal)."""
     if mkl_blas.gemm_address(np.dtype(np.float32)) is None:
         pytest.skip("MKL is not installed (pip install tensorgrad[mkl]) or TENSORGRAD_BLAS=numpy")
     rng = np.random.default_rng(5)
@@ -213,9 +215,9 @@ def test_tiled_attention_loops_split_give_the_same_values(shapes, two_threads, m
     k, v = (rng.standard_normal(shapes[1]).astype(np.float32) for _ in range(2))
 
     def call():
-        out, lse = tiled_attention.tiled_batch_forward(q, k, v, True, 0.3, 128, 64)
-        return (out, lse) + tiled_attention.tiled_batch_backward(q, k, v, g, out, lse, True, 0.3,
-                                                                 True, True, True, 128, 64)
+        out, lse = tiled_attention.tiled_forward(q, k, v, True, 0.3, 128, 64)
+        return (out, lse) + tiled_attention.tiled_backward(q, k, v, g, out, lse, True, 0.3,
+                                                           True, True, True, 128, 64)
 
     split, plain = _both(call, monkeypatch, [tiled_attention._forward_matrices,
                                              tiled_attention._backward_matrices])

@@ -28,7 +28,7 @@ from .layer_norm import norm_rows, norm_rows_backward  # noqa: F401
 from .loss import max_and_sum_exp, scaled_softmax  # noqa: F401
 from .matmul import add_to_rows_, column_sums, gemm, linear  # noqa: F401
 from .optim import adam_step, add_scaled_  # noqa: F401
-from .tiled_attention import tiled_backward_, tiled_forward_  # noqa: F401
+from .tiled_attention import tiled_backward, tiled_forward  # noqa: F401
 from .whole_attention import whole_backward, whole_forward  # noqa: F401
 
 

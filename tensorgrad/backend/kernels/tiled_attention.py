@@ -1,24 +1,22 @@
 """The tiled attention path's block loops (tensorgrad/ops/attention.py `_tiled` and `_tiled_vjp`)
-compiled whole, for one (T, E) matrix with nothing masked but is_causal.
+compiled whole, over a batch of (T, E) matrices with nothing masked but is_causal.
 
 Why: the array code makes 7 to 12 Python calls per block of scores, and each block product is a
-ctypes call into MKL (argument conversion, array addresses), all of it holding Python's lock,
-so at two threads the pool's threads queue for the lock. Here the same loop runs compiled and
-without the lock: its products are the same MKL calls made from compiled code, between the
-same online-softmax kernels (attention.py), so the results match the array code's
-(tests/tensorgrad/test_attention_loops.py; benchmarks/: attention T=4096, 1 and 2 threads).
+ctypes call into MKL (argument conversion, array addresses), all of it holding Python's lock.
+Here the same loop runs compiled and without the lock: its products are the same MKL calls made
+from compiled code, between the same online-softmax kernels (attention.py), so the results match
+the array code's (tests/tensorgrad/test_attention_loops.py; benchmarks/: attention T=4096, 1 and
+2 threads).
 
-Both take the address of the BLAS's cblas_?gemm (mkl_blas.gemm_address) and arrays the
-BLAS reads in place as row-major matrices (mkl_blas.takes_row_major); the wrappers say False
-otherwise and the caller runs the array code.
+The loop over the batch's matrices is a prange (`@threaded`): they split over the OpenMP threads
+that run MKL and the other kernels, as the whole-matrix path's do (whole_attention.py). The array
+code hands them to tensorgrad's own pool of Python threads (threads.map_matrices), which waited
+on the OpenMP threads, spinning for a while after each parallel region: at two threads a forward
+just past one tile ran slower than on one thread (benchmarks/: generate_nocache).
 
-A batch of matrices with at most two batch dims (B, H) runs as one call whose loop over the
-matrices is a prange (`@threaded`): the matrices split over the OpenMP threads that run MKL and
-the other kernels, as the whole-matrix path's do (whole_attention.py). Handed one at a time to
-tensorgrad's own pool of Python threads (threads.map_matrices, what the array code does and
-what more batch dims, such as grouped-query attention's, still take), they waited on the
-OpenMP threads, which keep spinning for a while after each parallel region: at two threads a
-forward just past one tile ran slower than on one thread (benchmarks/: generate_nocache).
+Both take the address of the BLAS's cblas_?gemm (mkl_blas.gemm_address) and arrays the BLAS reads
+in place as row-major matrices (mkl_blas.takes_row_major), with at most three batch dims
+(grouped-query attention's); the wrappers say None otherwise and the caller runs the array code.
 """
 import math
 
@@ -33,7 +31,7 @@ from .attention import (_exp_shifted_loop, _hide_future_loop, _online_step_loop,
 from .jit import jit, matrix_view, new_array, threaded
 from .supports import floats
 
-_softmax_backward = _softmax_backward_loop.serial  # a block's: the pool splits the matrices
+_softmax_backward = _softmax_backward_loop.serial  # a block's: the threads split the matrices
 
 _NO_TRANS, _TRANS = 111, 112  # CBLAS's enum values
 
@@ -140,97 +138,72 @@ def _at(index, size):
 
 
 @jit
-def _matrix(a, b, h):
-    """Matrix (b, h) of a (B, H, T, E) array whose batch dims may be broadcast (size 1)."""
-    return a[_at(b, a.shape[0]), _at(h, a.shape[1])]
+def _matrix(a, i, j, m):
+    """Matrix (i, j, m) of a (B, H, G, T, E) array whose batch dims may be broadcast (size 1)."""
+    return a[_at(i, a.shape[0]), _at(j, a.shape[1]), _at(m, a.shape[2])]
 
 
 @threaded
 def _forward_matrices(gemm, q, k, v, out, lse, causal, scale, tile, key_tile, lowest):
-    heads = out.shape[1]
-    for m in prange(out.shape[0] * heads):
-        b, h = m // heads, m % heads
-        _forward_loop(gemm, _matrix(q, b, h), _matrix(k, b, h), _matrix(v, b, h), causal, scale,
-                      out[b, h], lse[b, h], tile, key_tile, lowest)
+    heads, groups = out.shape[1], out.shape[2]
+    for n in prange(out.shape[0] * heads * groups):
+        i, j, m = n // (heads * groups), n // groups % heads, n % groups
+        _forward_loop(gemm, _matrix(q, i, j, m), _matrix(k, i, j, m), _matrix(v, i, j, m),
+                      causal, scale, out[i, j, m], lse[i, j, m], tile, key_tile, lowest)
 
 
 @threaded
 def _backward_matrices(gemm, q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, key_tile,
                        lowest):
-    heads = g.shape[1]
-    for m in prange(g.shape[0] * heads):
-        b, h = m // heads, m % heads
-        _backward_loop(gemm, _matrix(q, b, h), _matrix(k, b, h), _matrix(v, b, h), g[b, h],
-                       o[b, h], lse[b, h], causal, scale, _matrix(dq, b, h), _matrix(dk, b, h),
-                       _matrix(dv, b, h), tile, key_tile, lowest)
+    heads, groups = g.shape[1], g.shape[2]
+    for n in prange(g.shape[0] * heads * groups):
+        i, j, m = n // (heads * groups), n // groups % heads, n % groups
+        _backward_loop(gemm, _matrix(q, i, j, m), _matrix(k, i, j, m), _matrix(v, i, j, m),
+                       g[i, j, m], o[i, j, m], lse[i, j, m], causal, scale, _matrix(dq, i, j, m),
+                       _matrix(dk, i, j, m), _matrix(dv, i, j, m), tile, key_tile, lowest)
 
 
-def tiled_forward_(q, k, v, causal, scale, out, lse, tile, key_tile):
-    """The tiled forward of one matrix, q (Tq, E), k (Tk, E), v (Tk, Ev), written into out
-    (Tq, Ev) and the rows' log-sum-exps lse (Tq, 1): True, or False (nothing written) when the
-    BLAS or the arrays' layout rule it out."""
-    gemm = mkl_blas.gemm_address(q.dtype)
-    if gemm is None or not all(map(mkl_blas.takes_row_major, (q, k, v, out, lse))):
-        return False
-    _forward_loop(gemm, q, k, v, causal, q.dtype.type(scale), out, lse, tile, key_tile,
-                  numpy.finfo(q.dtype).min)
-    return True
-
-
-def tiled_backward_(q, k, v, g, o, lse, causal, scale, dq, dk, dv, tile, key_tile):
-    """The tiled VJP of one matrix: dO g and the forward's output o (Tq, Ev) and lse (Tq, 1) in,
-    dQ / scale, dK, dV added into dq, dk, dv (None: not wanted). True, or False (nothing
-    written) as tiled_forward_."""
-    gemm = mkl_blas.gemm_address(q.dtype)
-    none = numpy.empty((0, 1), q.dtype)  # stands for a gradient not wanted (size 0)
-    dq, dk, dv = (none if d is None else d for d in (dq, dk, dv))
-    if gemm is None or not all(map(mkl_blas.takes_row_major, (q, k, v, g, o, lse, dq, dk, dv))):
-        return False
-    _backward_loop(gemm, q, k, v, g, o, lse, causal, q.dtype.type(scale), dq, dk, dv, tile,
-                   key_tile, numpy.finfo(q.dtype).min)
-    return True
-
-
-def tiled_batch_forward(q, k, v, causal, scale, tile, key_tile):
-    """(out, lse) of the tiled forward over a batch: q (..., Tq, E), k (..., Tk, E) and v (...,
-    Tk, Ev) with at most two batch dims, broadcast against each other; None when the BLAS, the
-    layouts or more batch dims rule it out."""
+def tiled_forward(q, k, v, causal, scale, tile, key_tile):
+    """(out, lse), the tiled forward of q (..., Tq, E), k (..., Tk, E) and v (..., Tk, Ev),
+    whose batch dims (at most three: grouped-query attention's (B, H_kv, G)) broadcast against
+    each other: the output (..., Tq, Ev) and the rows' log-sum-exps (..., Tq, 1). None when the
+    BLAS, the layouts or more batch dims rule it out."""
     batch = numpy.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     gemm = mkl_blas.gemm_address(q.dtype)
-    if gemm is None or len(batch) > 2 or not all(map(mkl_blas.takes_row_major, (q, k, v))):
+    if gemm is None or len(batch) > 3 or not all(map(mkl_blas.takes_row_major, (q, k, v))):
         return None
-    tq, ev = q.shape[-2], v.shape[-1]
-    out = numpy.empty(batch + (tq, ev), q.dtype)
-    lse = numpy.empty(batch + (tq, 1), q.dtype)
-    _forward_matrices(gemm, *_four_dims(q, k, v, out, lse), causal, q.dtype.type(scale), tile,
+    out = numpy.empty(batch + (q.shape[-2], v.shape[-1]), q.dtype)
+    lse = numpy.empty(batch + (q.shape[-2], 1), q.dtype)
+    _forward_matrices(gemm, *_five_dims(q, k, v, out, lse), causal, q.dtype.type(scale), tile,
                       key_tile, numpy.finfo(q.dtype).min, work=_work(batch, q, k))
     return out, lse
 
 
-def tiled_batch_backward(q, k, v, g, o, lse, causal, scale, needs_q, needs_k, needs_v, tile,
-                         key_tile):
-    """(dq, dk, dv) of the tiled VJP over a batch, as tiled_batch_forward takes it (None where a
-    gradient is not wanted), each with the whole batch's dims as the array code gives them; None
-    when the BLAS, the layouts or more batch dims rule it out."""
+def tiled_backward(q, k, v, g, o, lse, causal, scale, needs_q, needs_k, needs_v, tile,
+                   key_tile):
+    """(dq, dk, dv), the tiled VJP from dO g and the forward's output o and lse, for inputs as
+    tiled_forward takes them (None where a gradient is not wanted), each with the whole batch's
+    dims, as the array code gives them; None when the BLAS, the layouts or more batch dims rule
+    it out."""
     batch = g.shape[:-2]
     gemm = mkl_blas.gemm_address(q.dtype)
-    if gemm is None or len(batch) > 2 or not all(map(mkl_blas.takes_row_major,
+    if gemm is None or len(batch) > 3 or not all(map(mkl_blas.takes_row_major,
                                                      (q, k, v, g, o, lse))):
         return None
     grads = [numpy.zeros(batch + x.shape[-2:], x.dtype) if needed else None
              for x, needed in ((q, needs_q), (k, needs_k), (v, needs_v))]
-    none = numpy.empty((1, 1, 0, 1), q.dtype)  # a gradient not wanted: each matrix's is size 0
-    dq, dk, dv = (none if d is None else _four_dims(d)[0] for d in grads)
-    _backward_matrices(gemm, *_four_dims(q, k, v, g, o, lse), causal, q.dtype.type(scale), dq,
+    none = numpy.empty((1, 1, 1, 0, 1), q.dtype)  # a gradient not wanted: each matrix's is empty
+    dq, dk, dv = (none if d is None else _five_dims(d)[0] for d in grads)
+    _backward_matrices(gemm, *_five_dims(q, k, v, g, o, lse), causal, q.dtype.type(scale), dq,
                        dk, dv, tile, key_tile, numpy.finfo(q.dtype).min, work=_work(batch, q, k))
     if grads[0] is not None:
         grads[0] *= q.dtype.type(scale)  # the loop leaves dQ / scale, as the array code's
     return tuple(grads)
 
 
-def _four_dims(*arrays):
-    """(B, H, T, E) views of arrays with at most two batch dims: size-1 dims put in front."""
-    return tuple(a.reshape((1,) * (4 - a.ndim) + a.shape) for a in arrays)
+def _five_dims(*arrays):
+    """(B, H, G, T, E) views of arrays with at most three batch dims: size-1 dims put in front."""
+    return tuple(a.reshape((1,) * (5 - a.ndim) + a.shape) for a in arrays)
 
 
 def _work(batch, q, k):
@@ -244,32 +217,14 @@ def _unmasked(q, k, v, bias, mask, *rest):
 
 @override("attention.tiled", supports=_unmasked)
 def tiled(q, k, v, bias, mask, causal, scale, tile, key_tile):
-    return tiled_batch_forward(q, k, v, causal, scale, tile, key_tile) or NotImplemented
+    return tiled_forward(q, k, v, causal, scale, tile, key_tile) or NotImplemented
 
 
-@override("attention.tiled_matrix", supports=_unmasked)
-def tiled_matrix(q, k, v, bias, mask, causal, scale, out, lse, tile, key_tile):
-    return True if tiled_forward_(q, k, v, causal, scale, out, lse, tile, key_tile) \
-        else NotImplemented
-
-
-def _unmasked_vjp(q, k, v, g, out, bias, mask, *rest):
+def _unmasked_vjp(q, k, v, bias, mask, causal, scale, g, *rest):
     return bias is None and mask is None and floats(q, k, v, g)
 
 
-def _unmasked_batch_vjp(q, k, v, bias, mask, causal, scale, g, *rest):
-    return bias is None and mask is None and floats(q, k, v, g)
-
-
-@override("attention.tiled_vjp", supports=_unmasked_batch_vjp)
+@override("attention.tiled_vjp", supports=_unmasked_vjp)
 def tiled_vjp(q, k, v, bias, mask, causal, scale, g, out, lse, needs, tile, key_tile):
-    grads = tiled_batch_backward(q, k, v, g, out, lse, causal, scale, *needs[:3], tile,
-                                 key_tile)
+    grads = tiled_backward(q, k, v, g, out, lse, causal, scale, *needs[:3], tile, key_tile)
     return NotImplemented if grads is None else grads + (None,)
-
-
-@override("attention.tiled_matrix_vjp", supports=_unmasked_vjp)
-def tiled_matrix_vjp(q, k, v, g, out, bias, mask, lse, causal, scale, dq, dk, dv, dbias, tile,
-                     key_tile):
-    return True if tiled_backward_(q, k, v, g, out, lse, causal, scale, dq, dk, dv, tile,
-                                   key_tile) else NotImplemented
