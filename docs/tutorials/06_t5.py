@@ -108,8 +108,9 @@ src, mask, _ = batch(test)
 
 
 def score(answers):
-    """Sum of the model's log-probabilities of each answer (B,)."""
-    labels = tg.tensor([encode(a) + [-100] * (4 - len(a)) for a in answers])
+    """Sum of the model's log-probabilities of each answer (B,), of whatever length it came."""
+    rows = [encode(a) for a in answers]
+    labels = tg.tensor([row + [-100] * (max(map(len, rows)) - len(row)) for row in rows])
     with tg.no_grad():
         logp = model(src, mask, labels=labels).logits.log_softmax(-1)
     keep = labels != -100
