@@ -71,18 +71,21 @@ def _relu(dtype, B, T, C):
     _backward(ops.relu(_weight(dtype, B, T, 2 * C)))
 
 
+def _heads(qkv, heads):
+    """q, k, v (B, heads, T, E) sliced out of one (B, T, 3C) projection, as views."""
+    B, T, C = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
+    return [t.reshape(B, T, heads, C // heads).transpose(1, 2) for t in qkv.split(C, dim=-1)]
+
+
 def _attention(dtype, B, T, C, heads=2):
-    qkv = _weight(dtype, B, T, 3 * C)  # one projection, the heads sliced out of it
-    q, k, v = (t.reshape(B, T, heads, C // heads).transpose(1, 2) for t in qkv.split(C, dim=-1))
+    q, k, v = _heads(_weight(dtype, B, T, 3 * C), heads)
     a = ops.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, heads, T, C/heads)
     _backward(a.transpose(1, 2).reshape(B, T, C))  # its gradient comes back a transposed view
     whole = k.contiguous()  # one query against every key, as decoding reads its cache:
     for keys in (whole[:, :, :T // 2 + 1], whole):  # the cache's views and whole arrays
         ops.scaled_dot_product_attention(q[:, :, :1], keys, keys)
     if T > 8:  # past one tile of queries and keys: the tiled loops, on views and whole arrays
-        qkv = _weight(dtype, 1, 300, 3 * 32)
-        views = [t.reshape(1, 300, heads, 32 // heads).transpose(1, 2)
-                 for t in qkv.split(32, dim=-1)]
+        views = _heads(_weight(dtype, 1, 300, 3 * 32), heads)
         for q, k, v in (views, [_weight(dtype, 1, heads, 300, 16) for _ in range(3)]):
             _backward(ops.scaled_dot_product_attention(q, k, v, is_causal=True))
 
